@@ -1,0 +1,118 @@
+// Package plugin is the contract between Sluice's core and its format plugins:
+// the Source and Sink interfaces a plugin implements, the component table a
+// plugin binary serves, Serve for the plugin's main, and the host-side client
+// the core uses (in-process or over hashicorp/go-plugin).
+//
+// A plugin imports only sdk/... packages. Tensor bytes do not travel inside
+// gRPC messages when both ends share a machine: see DataPlane.
+package plugin
+
+import (
+	"context"
+	"io"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// Source reads one checkpoint.
+type Source interface {
+	// Describe returns the checkpoint's manifest. It reads headers and
+	// indexes only, never tensor data, whatever the size of the file.
+	// A tensor whose bytes lie unchanged in a local file carries a Location,
+	// so the core may read them itself.
+	Describe(ctx context.Context) (*tensor.Manifest, error)
+	// Open returns the bytes of one tensor exactly as the manifest describes
+	// them (its dtype, row-major order, Size bytes), read front to back.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+	// Close releases the files the source holds.
+	Close() error
+}
+
+// Sink writes one checkpoint (one file or a set of files).
+//
+// The core calls Plan, then Begin, then Write for every tensor (several at
+// once, in any order), then Commit; or Abort at any point after Begin.
+type Sink interface {
+	// Plan decides, from the manifest alone, the dtype each tensor must
+	// arrive in and the files that will be written. It has no side effects.
+	Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error)
+	// Begin creates the outputs under temporary names. m is the manifest as
+	// it will arrive, after the conversions the plan asked for.
+	Begin(ctx context.Context, m *tensor.Manifest, opts BeginOptions) error
+	// Write receives all bytes of one tensor. Calls for different tensors
+	// may run concurrently.
+	Write(ctx context.Context, name string, data TensorData) error
+	// Commit completes, syncs and renames every output into place, then
+	// reports what was written.
+	Commit(ctx context.Context) ([]Artifact, error)
+	// Abort removes every temporary output. It may be called more than
+	// once, and after a failed Commit.
+	Abort(ctx context.Context) error
+}
+
+// SinkPlan is a sink's decision for one manifest.
+type SinkPlan struct {
+	// Convert lists tensors that must arrive in another dtype than the
+	// incoming manifest says; the core inserts the cast or quantization.
+	Convert []Conversion
+	// Drop lists tensors the sink will not write, with the reason.
+	Drop []Decision
+	// Files lists the outputs, under their final names.
+	Files []PlannedFile
+	// Notes are per-tensor or whole-output decisions shown by `sluice plan`.
+	Notes []Decision
+	// EmbedsSignature reports that the sink writes a signing key's HMAC into
+	// its own files. Otherwise a sign stage makes the core write a detached
+	// signature beside each output.
+	EmbedsSignature bool
+}
+
+// Conversion asks for a tensor in another dtype.
+type Conversion struct {
+	Tensor string
+	To     tensor.DType
+	Reason string
+}
+
+// Decision is one line of a plan: what happens to a tensor (or to the whole
+// output when Tensor is empty) and why.
+type Decision struct {
+	Tensor string
+	Msg    string
+}
+
+// PlannedFile is one output file.
+type PlannedFile struct {
+	Path    string
+	Size    uint64 // expected size in bytes; 0 when unknown before writing
+	Tensors int
+}
+
+// BeginOptions carries what a sink needs beyond the manifest.
+type BeginOptions struct {
+	// SigningKey, when set, is the HMAC-SHA256 key of an upstream sign
+	// stage. It is never logged, planned or echoed in errors.
+	SigningKey []byte
+	// SigningKeyID names the key without revealing it ("user key", "shared
+	// secret"); it may be recorded in outputs.
+	SigningKeyID string
+}
+
+// TensorData is the bytes of one tensor, delivered to a sink front to back.
+// Implementations also implement io.WriterTo, so io.Copy moves each chunk
+// once.
+type TensorData interface {
+	io.Reader
+	// Size is the total number of bytes.
+	Size() uint64
+	// File reports where the bytes lie unchanged in a local file, when they
+	// do; a sink may then copy them itself (see CopyToFile).
+	File() (tensor.FileRef, bool)
+}
+
+// Artifact is one committed output file.
+type Artifact struct {
+	Path   string
+	Size   uint64
+	SHA256 string // hex; empty when the sink did not compute it
+}
