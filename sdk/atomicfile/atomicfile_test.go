@@ -1,0 +1,74 @@
+package atomicfile
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+func TestCommitRenamesAndAbortRemoves(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "model.bin")
+	f, err := Create(out, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("final name exists before commit: %v", err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("after commit: %q, %v", b, err)
+	}
+
+	g, err := Create(filepath.Join(dir, "other.bin"), 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := g.Name()
+	if err := g.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("temporary file survives Abort: %v", err)
+	}
+	if err := g.Abort(); err != nil {
+		t.Fatalf("second Abort: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d entries, want only model.bin", len(entries))
+	}
+}
+
+func TestCleanStaleRemovesDeadProcessesFilesOnly(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.gguf")
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no `true` command to obtain a dead pid")
+	}
+	dead := cmd.Process.Pid
+	stale := filepath.Join(dir, ".m.gguf"+tmpMarker+strconv.Itoa(dead)+"-123")
+	live := filepath.Join(dir, ".m.gguf"+tmpMarker+strconv.Itoa(os.Getppid())+"-456")
+	for _, p := range []string{stale, live} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := CleanStale(out)
+	if len(removed) != 1 || removed[0] != stale {
+		t.Fatalf("removed %v, want only %s", removed, stale)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a live process's temp file was removed: %v", err)
+	}
+}

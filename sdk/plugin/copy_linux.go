@@ -1,0 +1,47 @@
+//go:build linux
+
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+var errUnsupported = errors.New("copy_file_range unsupported")
+
+func errorsIsUnsupported(err error) bool { return errors.Is(err, errUnsupported) }
+
+// copyFileRange copies ref into dst at off inside the kernel.
+func copyFileRange(dst *os.File, off int64, ref tensor.FileRef) error {
+	src, err := os.Open(ref.Path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	roff := int64(ref.Offset)
+	woff := off
+	left := int64(ref.Length)
+	for left > 0 {
+		chunk := left
+		if chunk > 1<<30 {
+			chunk = 1 << 30
+		}
+		n, err := unix.CopyFileRange(int(src.Fd()), &roff, int(dst.Fd()), &woff, int(chunk), 0)
+		if err != nil {
+			if left == int64(ref.Length) && (err == unix.EXDEV || err == unix.ENOSYS || err == unix.EINVAL || err == unix.EOPNOTSUPP) {
+				return errUnsupported
+			}
+			return fmt.Errorf("copying %s [%d, +%d): %w", ref.Path, ref.Offset, ref.Length, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("copying %s: source ended %d bytes early", ref.Path, left)
+		}
+		left -= int64(n)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package plugin
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// BytesData returns TensorData over an in-memory buffer.
+func BytesData(b []byte) TensorData { return &bytesData{r: bytes.NewReader(b), n: uint64(len(b))} }
+
+type bytesData struct {
+	r *bytes.Reader
+	n uint64
+}
+
+func (d *bytesData) Read(p []byte) (int, error)              { return d.r.Read(p) }
+func (d *bytesData) WriteTo(w io.Writer) (int64, error)      { return d.r.WriteTo(w) }
+func (d *bytesData) Size() uint64                            { return d.n }
+func (d *bytesData) File() (tensor.FileRef, bool)            { return tensor.FileRef{}, false }
+func (d *bytesData) ReadAt(p []byte, off int64) (int, error) { return d.r.ReadAt(p, off) }
+func (d *bytesData) String() string                          { return fmt.Sprintf("%d bytes in memory", d.n) }
+
+// FileData returns TensorData over bytes that lie in a local file. Reading
+// opens the file lazily; File reports the reference, so a sink may copy the
+// range itself with CopyToFile.
+func FileData(ref tensor.FileRef) TensorData { return &fileData{ref: ref} }
+
+type fileData struct {
+	ref tensor.FileRef
+	f   *os.File
+	sr  *io.SectionReader
+	err error
+}
+
+func (d *fileData) open() error {
+	if d.sr != nil || d.err != nil {
+		return d.err
+	}
+	f, err := os.Open(d.ref.Path)
+	if err != nil {
+		d.err = err
+		return err
+	}
+	d.f = f
+	d.sr = io.NewSectionReader(f, int64(d.ref.Offset), int64(d.ref.Length))
+	return nil
+}
+
+func (d *fileData) Read(p []byte) (int, error) {
+	if err := d.open(); err != nil {
+		return 0, err
+	}
+	n, err := d.sr.Read(p)
+	if err == io.EOF {
+		d.f.Close()
+	}
+	return n, err
+}
+
+func (d *fileData) Size() uint64                 { return d.ref.Length }
+func (d *fileData) File() (tensor.FileRef, bool) { return d.ref, true }
+
+// CopyToFile writes all of data into dst at offset off. When data lies in a
+// local file it uses copy_file_range (no bytes pass through user space);
+// otherwise it copies chunk by chunk with positioned writes. It returns an
+// error when data yields more or fewer bytes than its Size.
+func CopyToFile(dst *os.File, off int64, data TensorData) error {
+	if ref, ok := data.File(); ok {
+		if err := copyFileRange(dst, off, ref); err == nil {
+			return nil
+		} else if !errorsIsUnsupported(err) {
+			return err
+		}
+	}
+	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size())}
+	n, err := io.Copy(w, data)
+	if err != nil {
+		return err
+	}
+	if uint64(n) != data.Size() {
+		return fmt.Errorf("tensor data ended after %d of %d bytes", n, data.Size())
+	}
+	return nil
+}
+
+// offsetWriter writes sequentially from an offset with pwrite and refuses to
+// pass its limit, so a producer that sends too much cannot overwrite the
+// next tensor.
+type offsetWriter struct {
+	f     *os.File
+	off   int64
+	limit int64
+}
+
+func (w *offsetWriter) Write(p []byte) (int, error) {
+	if w.off+int64(len(p)) > w.limit {
+		return 0, fmt.Errorf("tensor data is longer than its declared size")
+	}
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
+}
