@@ -1,0 +1,443 @@
+// Package safetensors reads and writes the safetensors container: an 8-byte
+// little-endian header length, a JSON header (tensor table and an optional
+// "__metadata__" object of strings), then the tensor data back to back.
+//
+// Reading follows the reference implementation's rules (a 100 MB header cap,
+// UTF-8, offsets contiguous from zero with no holes, the last tensor ending at
+// the end of the file) and reports every violation as a *binio.FormatError.
+// Writing produces the bytes Hugging Face's own serializer produces for the
+// same tensors and metadata: tensors ordered by descending dtype alignment,
+// then name; compact JSON; the header padded with spaces to a multiple of 8.
+//
+// The package handles one file. Sharded checkpoints (index.json) and
+// directories belong to the plugins that use it.
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/bits"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// MaxHeaderSize is the largest JSON header accepted, as in the reference
+// implementation.
+const MaxHeaderSize = 100_000_000
+
+// MetadataKey is the header member that holds string metadata.
+const MetadataKey = "__metadata__"
+
+// Entry is one tensor of a safetensors file.
+type Entry struct {
+	Name  string
+	DType tensor.DType
+	Shape []uint64
+	// Begin and End are byte offsets relative to the start of the data.
+	Begin, End uint64
+}
+
+// Size returns the entry's byte length.
+func (e *Entry) Size() uint64 { return e.End - e.Begin }
+
+// Header is a parsed safetensors header.
+type Header struct {
+	// Metadata is the "__metadata__" object; nil when the file has none.
+	Metadata map[string]string
+	// Tensors are sorted by their data offsets.
+	Tensors []Entry
+	// DataOffset is the file offset where tensor data starts (8 + header length).
+	DataOffset int64
+	// HeaderLen is the length of the JSON header, padding included.
+	HeaderLen uint64
+}
+
+// Tensor returns the entry called name.
+func (h *Header) Tensor(name string) (*Entry, bool) {
+	for i := range h.Tensors {
+		if h.Tensors[i].Name == name {
+			return &h.Tensors[i], true
+		}
+	}
+	return nil, false
+}
+
+// ReadHeader parses the header of a safetensors file of the given size and
+// checks the tensor table against it. It reads only the header.
+func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
+	br := binio.NewReader(r, size, file)
+	br.MaxAlloc = MaxHeaderSize
+	n, err := br.U64("header length")
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxHeaderSize {
+		return nil, binio.Errorf(file, 0, "header length %d is over the %d-byte limit", n, MaxHeaderSize)
+	}
+	if n > uint64(br.Remaining()) {
+		return nil, binio.Errorf(file, 0, "header length %d is longer than the %d bytes left in the file (truncated?)", n, br.Remaining())
+	}
+	raw, err := br.Bytes(n, "JSON header")
+	if err != nil {
+		return nil, err
+	}
+	h, err := ParseHeader(raw, file)
+	if err != nil {
+		return nil, err
+	}
+	h.HeaderLen = n
+	h.DataOffset = 8 + int64(n)
+	dataSize := uint64(size - h.DataOffset)
+	var end uint64
+	if len(h.Tensors) > 0 {
+		end = h.Tensors[len(h.Tensors)-1].End
+	}
+	if end != dataSize {
+		if end > dataSize {
+			last := h.Tensors[len(h.Tensors)-1]
+			return nil, &binio.FormatError{File: file, Offset: h.DataOffset + int64(min(last.Begin, dataSize)), Tensor: last.Name,
+				Msg: fmt.Sprintf("data runs to byte %d of the data section, past the end of the file (%d bytes of data; truncated?)", end, dataSize)}
+		}
+		return nil, binio.Errorf(file, h.DataOffset+int64(end), "the tensors cover %d bytes of data but the file holds %d: %d unaccounted bytes at the end", end, dataSize, dataSize-end)
+	}
+	return h, nil
+}
+
+// ParseHeader parses the JSON header bytes (without the length prefix) and
+// checks the table's internal consistency: known dtypes, sizes that match
+// shapes, offsets contiguous from zero. Offsets in errors are relative to
+// the start of the file, assuming the standard 8-byte prefix.
+func ParseHeader(raw []byte, file string) (*Header, error) {
+	const base = 8
+	if !utf8.Valid(raw) {
+		i := firstInvalidUTF8(raw)
+		return nil, binio.Errorf(file, base+int64(i), "header is not valid UTF-8")
+	}
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, binio.Errorf(file, base, "header does not start with a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(file, base, dec, err)
+	}
+	h := &Header{}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(file, base, dec, err)
+		}
+		name, _ := tok.(string)
+		at := base + dec.InputOffset()
+		if seen[name] {
+			return nil, &binio.FormatError{File: file, Offset: at, Tensor: name, Msg: "tensor name appears twice in the header"}
+		}
+		seen[name] = true
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, jsonError(file, base, dec, err)
+		}
+		if name == MetadataKey {
+			md, err := parseMetadata(val)
+			if err != nil {
+				return nil, binio.Errorf(file, at, "%s: %v", MetadataKey, err)
+			}
+			h.Metadata = md
+			continue
+		}
+		e, err := parseEntry(name, val)
+		if err != nil {
+			return nil, &binio.FormatError{File: file, Offset: at, Tensor: name, Msg: err.Error()}
+		}
+		h.Tensors = append(h.Tensors, e)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(file, base, dec, err)
+	}
+	if rest := bytes.TrimRight(raw[dec.InputOffset():], " \t\r\n"); len(rest) != 0 {
+		return nil, binio.Errorf(file, base+dec.InputOffset(), "unexpected bytes after the JSON header")
+	}
+	sort.SliceStable(h.Tensors, func(i, j int) bool {
+		a, b := h.Tensors[i], h.Tensors[j]
+		if a.Begin != b.Begin {
+			return a.Begin < b.Begin
+		}
+		return a.End < b.End
+	})
+	var next uint64
+	for i := range h.Tensors {
+		e := &h.Tensors[i]
+		if e.Begin != next {
+			what := "leaves a hole after"
+			if e.Begin < next {
+				what = "overlaps"
+			}
+			return nil, &binio.FormatError{File: file, Offset: -1, Tensor: e.Name,
+				Msg: fmt.Sprintf("data_offsets [%d, %d] %s the previous tensor, which ends at %d; offsets must be contiguous from 0", e.Begin, e.End, what, next)}
+		}
+		next = e.End
+	}
+	return h, nil
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+func jsonError(file string, base int64, dec *json.Decoder, err error) error {
+	off := base + dec.InputOffset()
+	if se, ok := err.(*json.SyntaxError); ok {
+		off = base + se.Offset
+	}
+	return &binio.FormatError{File: file, Offset: off, Msg: "header is not valid JSON", Err: err}
+}
+
+func parseMetadata(raw json.RawMessage) (map[string]string, error) {
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, nil
+	}
+	var md map[string]string
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("must be an object of strings: %v", err)
+	}
+	return md, nil
+}
+
+type jsonEntry struct {
+	DType       *string         `json:"dtype"`
+	Shape       []json.Number   `json:"shape"`
+	DataOffsets *[2]json.Number `json:"data_offsets"`
+	Extra       map[string]any  `json:"-"`
+}
+
+func parseEntry(name string, raw json.RawMessage) (Entry, error) {
+	var je jsonEntry
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&je); err != nil {
+		return Entry{}, fmt.Errorf("malformed tensor entry: %v", err)
+	}
+	if je.DType == nil || je.Shape == nil || je.DataOffsets == nil {
+		return Entry{}, fmt.Errorf("tensor entry needs dtype, shape and data_offsets")
+	}
+	dt, ok := tensor.FromSafetensors(*je.DType)
+	if !ok {
+		return Entry{}, fmt.Errorf("unknown dtype %q (safetensors dtypes: F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 I16 I8 U64 U32 U16 U8 BOOL)", *je.DType)
+	}
+	e := Entry{Name: name, DType: dt, Shape: make([]uint64, len(je.Shape))}
+	for i, s := range je.Shape {
+		v, err := strconv.ParseUint(string(s), 10, 64)
+		if err != nil {
+			return Entry{}, fmt.Errorf("shape %v: dimension %d is not a non-negative integer", je.Shape, i)
+		}
+		e.Shape[i] = v
+	}
+	var err error
+	if e.Begin, err = strconv.ParseUint(string(je.DataOffsets[0]), 10, 64); err != nil {
+		return Entry{}, fmt.Errorf("data_offsets: begin %q is not a non-negative integer", je.DataOffsets[0])
+	}
+	if e.End, err = strconv.ParseUint(string(je.DataOffsets[1]), 10, 64); err != nil {
+		return Entry{}, fmt.Errorf("data_offsets: end %q is not a non-negative integer", je.DataOffsets[1])
+	}
+	if e.End < e.Begin {
+		return Entry{}, fmt.Errorf("data_offsets [%d, %d] end before they begin", e.Begin, e.End)
+	}
+	want, err := dt.ShapeByteSize(e.Shape)
+	if err != nil {
+		return Entry{}, err
+	}
+	if want != e.End-e.Begin {
+		return Entry{}, fmt.Errorf("%s %v needs %d bytes but data_offsets [%d, %d] hold %d", *je.DType, e.Shape, want, e.Begin, e.End, e.End-e.Begin)
+	}
+	return e, nil
+}
+
+// Tensor is one tensor to write: its name, dtype, row-major shape and size.
+type Tensor struct {
+	Name  string
+	DType tensor.DType
+	Shape []uint64
+	Size  uint64
+}
+
+// Layout is the planned layout of a file: the bytes of its prefix (length and
+// padded JSON header) and every tensor's place.
+type Layout struct {
+	// Prefix is the 8-byte length followed by the padded JSON header.
+	Prefix []byte
+	// Tensors are in data order, with offsets relative to the data start.
+	Tensors []Entry
+	// DataSize is the total size of the tensor data.
+	DataSize uint64
+}
+
+// FileSize returns the size of the file the layout describes.
+func (l *Layout) FileSize() uint64 { return uint64(len(l.Prefix)) + l.DataSize }
+
+// Offset returns the absolute file offset of the named tensor's data.
+func (l *Layout) Offset(name string) (int64, bool) {
+	for i := range l.Tensors {
+		if l.Tensors[i].Name == name {
+			return int64(len(l.Prefix)) + int64(l.Tensors[i].Begin), true
+		}
+	}
+	return 0, false
+}
+
+// alignRank orders safetensors dtypes by alignment, as the reference
+// implementation's Dtype enum does.
+var alignRank = map[tensor.DType]int{
+	tensor.Bool: 0, tensor.U8: 1, tensor.I8: 2, tensor.F8E5M2: 3, tensor.F8E4M3: 4,
+	tensor.I16: 5, tensor.U16: 6, tensor.F16: 7, tensor.BF16: 8, tensor.I32: 9,
+	tensor.U32: 10, tensor.F32: 11, tensor.F64: 12, tensor.I64: 13, tensor.U64: 14,
+}
+
+// PlanLayout lays out tensors and metadata the way Hugging Face's serializer
+// does. Every dtype must be a safetensors dtype and every size must match its
+// shape; names must be unique.
+func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
+	sorted := make([]Tensor, len(tensors))
+	copy(sorted, tensors)
+	seen := make(map[string]bool, len(sorted))
+	for _, t := range sorted {
+		info, ok := t.DType.Info()
+		if !ok || info.Safetensors == "" {
+			return nil, fmt.Errorf("tensor %q: dtype %s has no safetensors equivalent", t.Name, t.DType)
+		}
+		if t.Name == MetadataKey {
+			return nil, fmt.Errorf("tensor name %q is reserved for metadata", t.Name)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("tensor %q appears twice", t.Name)
+		}
+		seen[t.Name] = true
+		want, err := t.DType.ShapeByteSize(t.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if want != t.Size {
+			return nil, fmt.Errorf("tensor %q: %s %v needs %d bytes, not %d", t.Name, t.DType, t.Shape, want, t.Size)
+		}
+	}
+	sort.SliceStable(sorted, func(i, j int) bool {
+		ri, rj := alignRank[sorted[i].DType], alignRank[sorted[j].DType]
+		if ri != rj {
+			return ri > rj
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	l := &Layout{Tensors: make([]Entry, len(sorted))}
+	var off uint64
+	for i, t := range sorted {
+		end, carry := bits.Add64(off, t.Size, 0)
+		if carry != 0 {
+			return nil, fmt.Errorf("total data size overflows 64 bits")
+		}
+		l.Tensors[i] = Entry{Name: t.Name, DType: t.DType, Shape: t.Shape, Begin: off, End: end}
+		off = end
+	}
+	l.DataSize = off
+
+	var js bytes.Buffer
+	js.WriteByte('{')
+	first := true
+	if metadata != nil {
+		keys := make([]string, 0, len(metadata))
+		for k := range metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		writeJSONString(&js, MetadataKey)
+		js.WriteString(":{")
+		for i, k := range keys {
+			if i > 0 {
+				js.WriteByte(',')
+			}
+			writeJSONString(&js, k)
+			js.WriteByte(':')
+			writeJSONString(&js, metadata[k])
+		}
+		js.WriteByte('}')
+		first = false
+	}
+	for _, e := range l.Tensors {
+		if !first {
+			js.WriteByte(',')
+		}
+		first = false
+		info, _ := e.DType.Info()
+		writeJSONString(&js, e.Name)
+		js.WriteString(`:{"dtype":`)
+		writeJSONString(&js, info.Safetensors)
+		js.WriteString(`,"shape":[`)
+		for i, d := range e.Shape {
+			if i > 0 {
+				js.WriteByte(',')
+			}
+			js.WriteString(strconv.FormatUint(d, 10))
+		}
+		fmt.Fprintf(&js, `],"data_offsets":[%d,%d]}`, e.Begin, e.End)
+	}
+	js.WriteByte('}')
+	for js.Len()%8 != 0 {
+		js.WriteByte(' ')
+	}
+	if js.Len() > MaxHeaderSize {
+		return nil, fmt.Errorf("header of %d bytes is over the %d-byte limit readers accept", js.Len(), MaxHeaderSize)
+	}
+	l.Prefix = make([]byte, 8, 8+js.Len())
+	binary.LittleEndian.PutUint64(l.Prefix, uint64(js.Len()))
+	l.Prefix = append(l.Prefix, js.Bytes()...)
+	return l, nil
+}
+
+// writeJSONString escapes s as serde_json does: quote, backslash and control
+// characters only; everything else, non-ASCII included, stays as it is.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
