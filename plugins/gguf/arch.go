@@ -1,0 +1,374 @@
+package gguf
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-ml/sluice/sdk/plugin"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// QuantizationVersion is ggml's GGML_QNT_VERSION, written as
+// general.quantization_version.
+const QuantizationVersion = 2
+
+// hfConfig holds the config.json fields llama.cpp's converter reads for the
+// llama family.
+type hfConfig struct {
+	Architectures         []string        `json:"architectures"`
+	ModelType             string          `json:"model_type"`
+	NameOrPath            string          `json:"_name_or_path"`
+	HiddenSize            *uint64         `json:"hidden_size"`
+	IntermediateSize      *uint64         `json:"intermediate_size"`
+	NumHiddenLayers       *uint64         `json:"num_hidden_layers"`
+	NumAttentionHeads     *uint64         `json:"num_attention_heads"`
+	NumKeyValueHeads      *uint64         `json:"num_key_value_heads"`
+	MaxPositionEmbeddings *uint64         `json:"max_position_embeddings"`
+	HeadDim               *uint64         `json:"head_dim"`
+	VocabSize             *uint64         `json:"vocab_size"`
+	RMSNormEps            *float64        `json:"rms_norm_eps"`
+	RopeTheta             *float64        `json:"rope_theta"`
+	RopeScaling           json.RawMessage `json:"rope_scaling"`
+	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
+}
+
+// families maps a Hugging Face architecture class or model_type to the
+// family name Sluice uses; familyArch maps a family to llama.cpp's
+// general.architecture.
+var (
+	families = map[string]string{
+		"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+		"Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+		"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3",
+	}
+	familyArch = map[string]string{"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+)
+
+// SupportedArchitectures lists the families architecture = "auto" converts.
+var SupportedArchitectures = []string{"llama", "mistral", "qwen2", "qwen3"}
+
+// hfConversion plans a Hugging Face → llama.cpp conversion for one manifest.
+type hfConversion struct {
+	family string // llama, mistral, qwen2, qwen3
+	arch   string // general.architecture
+	cfg    hfConfig
+	in     *tensor.Manifest
+}
+
+// newHFConversion returns nil when no conversion applies: no architecture
+// option, or an input without config.json (then a named architecture only
+// sets general.architecture).
+func newHFConversion(option string, in *tensor.Manifest) (*hfConversion, error) {
+	if option == "" {
+		return nil, nil
+	}
+	raw, ok := in.Metadata.Get(tensor.MetaHFConfig)
+	if !ok {
+		return nil, nil
+	}
+	text, _ := raw.Str()
+	c := &hfConversion{in: in}
+	if err := json.Unmarshal([]byte(text), &c.cfg); err != nil {
+		return nil, &plugin.InputError{File: "config.json", Msg: "not valid JSON", Err: err}
+	}
+	if option == "auto" {
+		for _, a := range c.cfg.Architectures {
+			if f, ok := families[a]; ok {
+				c.family = f
+				break
+			}
+		}
+		if c.family == "" {
+			c.family = families[c.cfg.ModelType]
+		}
+		if c.family == "" {
+			return nil, plugin.ConfigErrorf("architecture", "config.json names architectures %v, model_type %q; architecture = \"auto\" converts %s", c.cfg.Architectures, c.cfg.ModelType, strings.Join(SupportedArchitectures, ", "))
+		}
+	} else {
+		c.family = option
+		if _, ok := familyArch[option]; !ok {
+			return nil, plugin.ConfigErrorf("architecture", "%q: converting a Hugging Face checkpoint is implemented for %s (or \"auto\")", option, strings.Join(SupportedArchitectures, ", "))
+		}
+	}
+	c.arch = familyArch[c.family]
+	for _, f := range []struct {
+		name string
+		v    *uint64
+	}{{"hidden_size", c.cfg.HiddenSize}, {"num_hidden_layers", c.cfg.NumHiddenLayers}, {"num_attention_heads", c.cfg.NumAttentionHeads}} {
+		if f.v == nil || *f.v == 0 {
+			return nil, &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("%s is missing or zero; the %s conversion needs it", f.name, c.family)}
+		}
+	}
+	return c, nil
+}
+
+var layerName = regexp.MustCompile(`^model\.layers\.([0-9]+)\.(.+)$`)
+
+// layerTensors maps the part of a Hugging Face layer tensor name after
+// model.layers.N. to llama.cpp's name after blk.N. (tensor_mapping.py),
+// without the .weight/.bias suffix.
+var layerTensors = map[string]string{
+	"input_layernorm":          "attn_norm",
+	"self_attn.q_proj":         "attn_q",
+	"self_attn.k_proj":         "attn_k",
+	"self_attn.v_proj":         "attn_v",
+	"self_attn.o_proj":         "attn_output",
+	"self_attn.q_norm":         "attn_q_norm",
+	"self_attn.k_norm":         "attn_k_norm",
+	"post_attention_layernorm": "ffn_norm",
+	"mlp.gate_proj":            "ffn_gate",
+	"mlp.up_proj":              "ffn_up",
+	"mlp.down_proj":            "ffn_down",
+}
+
+var topTensors = map[string]string{
+	"model.embed_tokens": "token_embd",
+	"model.norm":         "output_norm",
+	"lm_head":            "output",
+}
+
+// rename maps a Hugging Face tensor name to llama.cpp's, or says why the
+// tensor is not written.
+func (c *hfConversion) rename(name string) (string, string, error) {
+	if strings.HasSuffix(name, ".rotary_emb.inv_freq") {
+		return "", "rotary frequency buffer; llama.cpp computes it", nil
+	}
+	if name == "lm_head.weight" && c.cfg.TieWordEmbeddings {
+		if t, ok := c.in.Tensor(name); ok && t.Attr(tensor.AttrTiedTo) != "" {
+			return "", "tied to the token embeddings; llama.cpp reuses token_embd", nil
+		}
+	}
+	stem, suffix := name, ""
+	for _, s := range []string{".weight", ".bias"} {
+		if strings.HasSuffix(name, s) {
+			stem, suffix = strings.TrimSuffix(name, s), s
+		}
+	}
+	if suffix != "" {
+		if out, ok := topTensors[stem]; ok {
+			return out + suffix, "", nil
+		}
+		if m := layerName.FindStringSubmatch(stem); m != nil {
+			if out, ok := layerTensors[m[2]]; ok {
+				return "blk." + m[1] + "." + out + suffix, "", nil
+			}
+		}
+	}
+	return "", "", &plugin.InputError{Tensor: name, Msg: fmt.Sprintf("has no llama.cpp name in the %s architecture (as llama.cpp's converter says: cannot map tensor)", c.family)}
+}
+
+// permuteHeads returns the head count to permute a tensor's rows with, or 0.
+func (c *hfConversion) permuteHeads(name string) int {
+	if c.family != "llama" && c.family != "mistral" {
+		return 0 // qwen2/qwen3 use NeoX RoPE: no permutation
+	}
+	m := layerName.FindStringSubmatch(name)
+	if m == nil {
+		return 0
+	}
+	heads := *c.cfg.NumAttentionHeads
+	switch m[2] {
+	case "self_attn.q_proj.weight", "self_attn.q_proj.bias":
+	case "self_attn.k_proj.weight", "self_attn.k_proj.bias":
+		if c.cfg.NumKeyValueHeads != nil && *c.cfg.NumKeyValueHeads != 0 {
+			heads = *c.cfg.NumKeyValueHeads
+		}
+	default:
+		return 0
+	}
+	return int(heads)
+}
+
+// keepF32 reports whether llama.cpp's converter keeps a tensor f32: 1-D
+// tensors, norms, and everything that is not a .weight (biases).
+func (c *hfConversion) keepF32(name string, shape []uint64) bool {
+	out, skip, err := c.rename(name)
+	if err != nil || skip != "" {
+		return false
+	}
+	return len(NeFromShape(shape)) <= 1 || strings.HasSuffix(out, "_norm.weight") || !strings.HasSuffix(out, ".weight")
+}
+
+// fileTypes maps a dtype to llama.cpp's general.file_type (LlamaFileType).
+// K-quants map to their _S variant, the uniform one.
+var fileTypes = map[tensor.DType]uint32{
+	tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q4_1: 3, tensor.Q8_0: 7, tensor.Q5_0: 8, tensor.Q5_1: 9,
+	tensor.Q2_K: 10, tensor.Q3_K: 11, tensor.Q4_K: 14, tensor.Q5_K: 16, tensor.Q6_K: 18,
+	tensor.IQ4NL: 25, tensor.IQ4XS: 30, tensor.BF16: 32, tensor.TQ1_0: 36, tensor.TQ2_0: 37, tensor.MXFP4: 38,
+}
+
+// fileType picks general.file_type: the dtype option, else the dtype most of
+// the matrices are written in.
+func fileType(specs []TensorSpec, dtype tensor.DType) uint32 {
+	if ft, ok := fileTypes[dtype]; ok {
+		return ft
+	}
+	count := map[tensor.DType]int{}
+	best := tensor.F32
+	for _, s := range specs {
+		if len(NeFromShape(s.Shape)) < 2 {
+			continue
+		}
+		count[s.DType]++
+		if count[s.DType] > count[best] || (count[s.DType] == count[best] && s.DType < best) {
+			best = s.DType
+		}
+	}
+	return fileTypes[best]
+}
+
+// sizeLabel renders a parameter count as gguf-py does for general.size_label
+// ("135M", "1.1B", "8.0B"): scaled to K/M/B/T, at least two significant digits.
+func sizeLabel(n uint64) string {
+	v, suffix := float64(n), "K"
+	switch {
+	case v > 1e12:
+		v, suffix = v*1e-12, "T"
+	case v > 1e9:
+		v, suffix = v*1e-9, "B"
+	case v > 1e6:
+		v, suffix = v*1e-6, "M"
+	default:
+		v *= 1e-3
+	}
+	digits := len(strings.TrimLeft(strconv.FormatFloat(math.Round(v), 'f', 0, 64), "0"))
+	fix := max(2-digits, 0)
+	return strconv.FormatFloat(v, 'f', fix, 64) + suffix
+}
+
+// metadata builds the keys llama.cpp's converter writes, in its order.
+func (c *hfConversion) metadata(specs []TensorSpec, dtype tensor.DType) (tensor.Metadata, error) {
+	var md tensor.Metadata
+	a := c.arch
+	u32 := func(key string, v *uint64) error {
+		if v == nil {
+			return nil
+		}
+		if *v > math.MaxUint32 {
+			return &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("%s = %d does not fit llama.cpp's u32", key, *v)}
+		}
+		md.Set(key, tensor.U32Value(uint32(*v)))
+		return nil
+	}
+	f32 := func(key string, v *float64) {
+		if v != nil {
+			md.Set(key, tensor.F32Value(float32(*v)))
+		}
+	}
+	md.Set("general.architecture", tensor.StringValue(a))
+	md.Set("general.type", tensor.StringValue("model"))
+	if c.cfg.NameOrPath != "" {
+		md.Set("general.name", tensor.StringValue(path.Base(strings.TrimRight(c.cfg.NameOrPath, "/"))))
+	}
+	var params uint64
+	for _, s := range specs {
+		n, _ := tensor.ElementCount(s.Shape)
+		params += n
+	}
+	md.Set("general.size_label", tensor.StringValue(sizeLabel(params)))
+
+	cfg := &c.cfg
+	for _, kv := range []struct {
+		key string
+		v   *uint64
+	}{
+		{a + ".block_count", cfg.NumHiddenLayers},
+		{a + ".context_length", cfg.MaxPositionEmbeddings},
+		{a + ".embedding_length", cfg.HiddenSize},
+		{a + ".feed_forward_length", cfg.IntermediateSize},
+		{a + ".attention.head_count", cfg.NumAttentionHeads},
+		{a + ".attention.head_count_kv", cfg.NumKeyValueHeads},
+	} {
+		if err := u32(kv.key, kv.v); err != nil {
+			return md, err
+		}
+	}
+	f32(a+".rope.freq_base", cfg.RopeTheta)
+	f32(a+".attention.layer_norm_rms_epsilon", cfg.RMSNormEps)
+	if err := u32(a+".attention.key_length", cfg.HeadDim); err != nil {
+		return md, err
+	}
+	if err := u32(a+".attention.value_length", cfg.HeadDim); err != nil {
+		return md, err
+	}
+	md.Set("general.file_type", tensor.U32Value(fileType(specs, dtype)))
+	if c.arch == "llama" {
+		vocab := cfg.VocabSize
+		if vocab == nil {
+			if t, ok := c.in.Tensor("model.embed_tokens.weight"); ok && len(t.Shape) == 2 {
+				vocab = &t.Shape[0]
+			}
+		}
+		if err := u32(a+".vocab_size", vocab); err != nil {
+			return md, err
+		}
+		headDim := *cfg.HiddenSize / *cfg.NumAttentionHeads
+		if cfg.HeadDim != nil {
+			headDim = *cfg.HeadDim
+		}
+		md.Set(a+".rope.dimension_count", tensor.U32Value(uint32(headDim)))
+	}
+	if err := c.ropeScaling(&md); err != nil {
+		return md, err
+	}
+	tok, err := tokenizerMetadata(&c.in.Metadata)
+	if err != nil {
+		return md, err
+	}
+	tok.All(func(k string, v tensor.Value) bool {
+		md.Set(k, v)
+		return true
+	})
+	md.Set("general.quantization_version", tensor.U32Value(QuantizationVersion))
+	return md, nil
+}
+
+// ropeScaling writes {arch}.rope.scaling.* for linear and yarn scaling and
+// refuses kinds whose conversion is not implemented.
+func (c *hfConversion) ropeScaling(md *tensor.Metadata) error {
+	raw := c.cfg.RopeScaling
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var rs struct {
+		Type     string   `json:"type"`
+		RopeType string   `json:"rope_type"`
+		Factor   *float64 `json:"factor"`
+		Original *uint64  `json:"original_max_position_embeddings"`
+	}
+	if err := json.Unmarshal(raw, &rs); err != nil {
+		return &plugin.InputError{File: "config.json", Msg: "rope_scaling is not an object", Err: err}
+	}
+	kind := rs.RopeType
+	if kind == "" {
+		kind = rs.Type
+	}
+	a := c.arch
+	switch kind {
+	case "", "default":
+		return nil
+	case "linear", "yarn":
+		md.Set(a+".rope.scaling.type", tensor.StringValue(kind))
+		if rs.Factor != nil {
+			md.Set(a+".rope.scaling.factor", tensor.F32Value(float32(*rs.Factor)))
+		}
+		if kind == "yarn" && rs.Original != nil {
+			md.Set(a+".rope.scaling.original_context_length", tensor.U32Value(uint32(*rs.Original)))
+		}
+		return nil
+	}
+	return &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("rope_scaling type %q is not converted yet (llama.cpp generates a rope_freqs tensor for llama3); supported: linear, yarn", kind)}
+}
+
+// tokenizerMetadata converts the checkpoint's tokenizer.json and
+// tokenizer_config.json into tokenizer.ggml.* keys and the chat template.
+// It is wired to sdk/tokenizer once that package lands; until then it writes
+// no tokenizer keys.
+func tokenizerMetadata(md *tensor.Metadata) (tensor.Metadata, error) {
+	return tensor.Metadata{}, nil
+}
