@@ -442,7 +442,10 @@ func (p *parser) stringArray(key string, n uint64) (tensor.Value, error) {
 		if l > MaxStringLen {
 			return tensor.Value{}, r.Errorf("element %d of %s: length %d is over the limit of %d bytes", i, what, l, MaxStringLen)
 		}
-		if err := r.Skip(l, fmt.Sprintf("element %d of %s", i, what)); err != nil {
+		if l > uint64(r.Remaining()) {
+			return tensor.Value{}, r.Errorf("element %d of %s: length %d passes the end of the file (%d bytes left)", i, what, l, r.Remaining())
+		}
+		if err := r.Skip(l, what); err != nil {
 			return tensor.Value{}, err
 		}
 	}

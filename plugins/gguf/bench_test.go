@@ -1,0 +1,14 @@
+package gguf
+
+import "testing"
+
+func BenchmarkVocabulary150k(b *testing.B) {
+	data := vocabFile(150000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
