@@ -1,0 +1,387 @@
+// Package safetensors is Sluice's safetensors format plugin: a source that
+// reads a .safetensors file or a Hugging Face checkpoint directory (sharded
+// through model.safetensors.index.json, with config.json and the tokenizer
+// files carried in the manifest), and a sink that writes a single file or a
+// Hugging Face shard set.
+package safetensors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/plugin"
+	st "github.com/sluice-ml/sluice/sdk/safetensors"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// IndexName is the Hugging Face index of a sharded checkpoint.
+const IndexName = "model.safetensors.index.json"
+
+// maxSideFile caps the size of a carried JSON file (config, tokenizer).
+const maxSideFile = 256 << 20
+
+// Plugin returns the safetensors plugin.
+func Plugin() *plugin.Plugin {
+	src := plugin.NewSourceType("safetensors",
+		"Reads a .safetensors file, a model.safetensors.index.json shard set, or a Hugging Face checkpoint directory "+
+			"(its config.json, generation_config.json and tokenizer files travel in the manifest).",
+		func(ctx context.Context, cfg *SourceConfig) (plugin.Source, error) { return OpenSource(cfg) })
+	src.Extensions = []string{".safetensors", ".safetensors.index.json"}
+	src.Probe = Probe
+	sink := plugin.NewSinkType("safetensors",
+		"Writes one .safetensors file, or NAME-0000i-of-0000N.safetensors shards plus NAME.safetensors.index.json when a shard stage assigns tensors to shards.",
+		func(ctx context.Context, cfg *SinkConfig) (plugin.Sink, error) { return NewSink(cfg) })
+	sink.Extensions = []string{".safetensors"}
+	return &plugin.Plugin{Name: "safetensors", Version: Version, Sources: []plugin.SourceType{src}, Sinks: []plugin.SinkType{sink}}
+}
+
+// SourceConfig configures the source.
+type SourceConfig struct {
+	Path string   `hcl:"path" doc:"A .safetensors file, a model.safetensors.index.json, or a Hugging Face checkpoint directory."`
+	Only []string `hcl:"only,optional" doc:"Read only the tensors whose names match one of these globs (path.Match syntax); the others are never read."`
+}
+
+// Source reads one file or a shard set.
+type Source struct {
+	cfg      SourceConfig
+	manifest *tensor.Manifest
+}
+
+// OpenSource checks that the path exists; Describe reads it.
+func OpenSource(cfg *SourceConfig) (*Source, error) {
+	if cfg.Path == "" {
+		return nil, plugin.ConfigErrorf("path", "must not be empty")
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return nil, &plugin.InputError{File: cfg.Path, Msg: "cannot open", Err: err}
+	}
+	for _, g := range cfg.Only {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
+		}
+	}
+	return &Source{cfg: *cfg}, nil
+}
+
+// Probe recognises safetensors files and Hugging Face directories.
+func Probe(p string) int {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	if fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(p, IndexName)); err == nil {
+			return 90
+		}
+		if _, err := os.Stat(filepath.Join(p, "model.safetensors")); err == nil {
+			return 90
+		}
+		return 0
+	}
+	if strings.HasSuffix(p, ".safetensors.index.json") {
+		return 80
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var head [9]byte
+	if n, _ := io.ReadFull(f, head[:]); n < 9 {
+		return 0
+	}
+	n := uint64(head[0]) | uint64(head[1])<<8 | uint64(head[2])<<16 | uint64(head[3])<<24 |
+		uint64(head[4])<<32 | uint64(head[5])<<40 | uint64(head[6])<<48 | uint64(head[7])<<56
+	if n < 2 || n > st.MaxHeaderSize || int64(n)+8 > fi.Size() || head[8] != '{' {
+		return 0
+	}
+	return 60
+}
+
+// Describe reads the header (or every shard's header) and returns the manifest.
+func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
+	if s.manifest != nil {
+		return s.manifest, nil
+	}
+	files, dir, err := s.files()
+	if err != nil {
+		return nil, err
+	}
+	m := &tensor.Manifest{}
+	for i, f := range files {
+		h, err := readHeader(f.path)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			keys := make([]string, 0, len(h.Metadata))
+			for k := range h.Metadata {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				m.Metadata.Set(k, tensor.StringValue(h.Metadata[k]))
+			}
+		}
+		listed := 0
+		for _, e := range h.Tensors {
+			if f.want != nil {
+				if f.want[e.Name] {
+					listed++
+				} else {
+					continue
+				}
+			}
+			if !s.selected(e.Name) {
+				continue
+			}
+			m.Tensors = append(m.Tensors, tensor.TensorInfo{
+				Name:  e.Name,
+				DType: e.DType,
+				Shape: e.Shape,
+				Size:  e.Size(),
+				Location: &tensor.FileRef{
+					Path:   f.abs,
+					Offset: uint64(h.DataOffset) + e.Begin,
+					Length: e.Size(),
+				},
+			})
+		}
+		if f.want != nil && listed != len(f.want) {
+			for name := range f.want {
+				if _, ok := h.Tensor(name); !ok {
+					return nil, &plugin.InputError{File: f.path, Tensor: name, Msg: "the index places this tensor in this shard, but the shard does not hold it"}
+				}
+			}
+		}
+	}
+	seen := make(map[string]bool, len(m.Tensors))
+	for _, t := range m.Tensors {
+		if seen[t.Name] {
+			return nil, &plugin.InputError{File: s.cfg.Path, Tensor: t.Name, Msg: "tensor appears in two shards"}
+		}
+		seen[t.Name] = true
+	}
+	if dir != "" {
+		if err := carryHFFiles(dir, &m.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	s.manifest = m
+	return m, nil
+}
+
+func (s *Source) selected(name string) bool {
+	if len(s.cfg.Only) == 0 {
+		return true
+	}
+	for _, g := range s.cfg.Only {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+type shardFile struct {
+	path string
+	abs  string
+	want map[string]bool // tensors the index places here; nil for a lone file
+}
+
+// files resolves the configured path to the safetensors files to read and,
+// for a Hugging Face directory, the directory whose side files to carry.
+func (s *Source) files() ([]shardFile, string, error) {
+	p := s.cfg.Path
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, "", &plugin.InputError{File: p, Msg: "cannot open", Err: err}
+	}
+	if fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(p, IndexName)); err == nil {
+			files, err := readIndex(filepath.Join(p, IndexName))
+			return files, p, err
+		}
+		single := filepath.Join(p, "model.safetensors")
+		if _, err := os.Stat(single); err == nil {
+			abs, _ := filepath.Abs(single)
+			return []shardFile{{path: single, abs: abs}}, p, nil
+		}
+		return nil, "", &plugin.InputError{File: p, Msg: "directory holds neither " + IndexName + " nor model.safetensors"}
+	}
+	if strings.HasSuffix(p, ".index.json") {
+		files, err := readIndex(p)
+		return files, filepath.Dir(p), err
+	}
+	abs, _ := filepath.Abs(p)
+	return []shardFile{{path: p, abs: abs}}, "", nil
+}
+
+func readHeader(p string) (*st.Header, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &plugin.InputError{File: p, Msg: "cannot open", Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &plugin.InputError{File: p, Msg: "cannot stat", Err: err}
+	}
+	return st.ReadHeader(f, fi.Size(), p)
+}
+
+// hfIndex is the Hugging Face index file.
+type hfIndex struct {
+	Metadata  map[string]any    `json:"metadata"`
+	WeightMap map[string]string `json:"weight_map"`
+}
+
+// readIndex reads an index and returns its shards in name order, each with
+// the tensors it must hold. Shard names must stay inside the index's
+// directory.
+func readIndex(indexPath string) ([]shardFile, error) {
+	b, err := readSideFile(indexPath)
+	if err != nil {
+		return nil, err
+	}
+	var idx hfIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: "index is not valid JSON", Err: err}
+	}
+	if len(idx.WeightMap) == 0 {
+		return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: "index has no weight_map"}
+	}
+	dir := filepath.Dir(indexPath)
+	byFile := map[string]map[string]bool{}
+	for name, file := range idx.WeightMap {
+		if err := CheckLocalName(file); err != nil {
+			return nil, &binio.FormatError{File: indexPath, Offset: -1, Tensor: name, Msg: err.Error()}
+		}
+		if byFile[file] == nil {
+			byFile[file] = map[string]bool{}
+		}
+		byFile[file][name] = true
+	}
+	names := make([]string, 0, len(byFile))
+	for f := range byFile {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	out := make([]shardFile, 0, len(names))
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := checkInside(dir, p); err != nil {
+			return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: err.Error()}
+		}
+		abs, _ := filepath.Abs(p)
+		out = append(out, shardFile{path: p, abs: abs, want: byFile[n]})
+	}
+	return out, nil
+}
+
+// CheckLocalName refuses a file name from an index that could leave the
+// index's directory: absolute paths, "..", separators.
+func CheckLocalName(name string) error {
+	if name == "" || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) || name != filepath.Clean(name) {
+		return fmt.Errorf("shard file name %q must be a plain file name in the index's directory", name)
+	}
+	return nil
+}
+
+// checkInside refuses p when it is a symlink that resolves outside dir.
+func checkInside(dir, p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return fmt.Errorf("shard %s: %v", p, err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("directory %s: %v", dir, err)
+	}
+	rel, err := filepath.Rel(realDir, real)
+	if err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("shard %s resolves to %s, outside the index's directory", p, real)
+	}
+	return nil
+}
+
+func readSideFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &plugin.InputError{File: p, Msg: "cannot open", Err: err}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSideFile+1))
+	if err != nil {
+		return nil, &plugin.InputError{File: p, Msg: "cannot read", Err: err}
+	}
+	if len(b) > maxSideFile {
+		return nil, &binio.FormatError{File: p, Offset: maxSideFile, Msg: fmt.Sprintf("file is larger than the %d-byte limit", maxSideFile)}
+	}
+	return b, nil
+}
+
+// carryHFFiles puts the directory's JSON side files into metadata, verbatim.
+func carryHFFiles(dir string, md *tensor.Metadata) error {
+	names := make([]string, 0, len(tensor.HFFiles))
+	for n := range tensor.HFFiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := checkInside(dir, p); err != nil {
+			return &plugin.InputError{File: p, Msg: err.Error()}
+		}
+		b, err := readSideFile(p)
+		if err != nil {
+			return err
+		}
+		if !json.Valid(b) {
+			return &binio.FormatError{File: p, Offset: -1, Msg: "not valid JSON"}
+		}
+		md.Set(tensor.HFFiles[n], tensor.StringValue(string(b)))
+	}
+	return nil
+}
+
+// Open returns a reader of one tensor's bytes.
+func (s *Source) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	m, err := s.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := m.Tensor(name)
+	if !ok {
+		return nil, &plugin.InputError{File: s.cfg.Path, Tensor: name, Msg: "no such tensor"}
+	}
+	f, err := os.Open(t.Location.Path)
+	if err != nil {
+		return nil, &plugin.InputError{File: t.Location.Path, Tensor: name, Msg: "cannot open", Err: err}
+	}
+	return &sectionCloser{io.NewSectionReader(f, int64(t.Location.Offset), int64(t.Location.Length)), f}, nil
+}
+
+type sectionCloser struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (s *sectionCloser) Close() error { return s.f.Close() }
+
+// Close releases nothing: files are opened per read.
+func (s *Source) Close() error { return nil }

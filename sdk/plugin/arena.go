@@ -1,0 +1,264 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultSlotSize is the arena slot size: large enough that the descriptor
+// round trip per slot is negligible, small enough to keep many in flight.
+const DefaultSlotSize = 8 << 20
+
+// Arena is shared memory divided into equal slots. The host creates it
+// (a memfd on Linux) and passes it to every plugin process at spawn; tensor
+// bytes then cross processes as slot indexes instead of gRPC payloads.
+//
+// On the host, slots are handed out through Pools; a plugin only maps the
+// arena and uses the slots it is granted.
+type Arena struct {
+	file     *os.File
+	mem      []byte
+	slotSize int
+	slots    int
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	free     []uint32
+	closed   bool
+	reserved int
+}
+
+// NewArena creates an arena of slots × slotSize bytes backed by anonymous
+// shared memory.
+func NewArena(slots, slotSize int) (*Arena, error) {
+	if slots <= 0 || slotSize <= 0 {
+		return nil, fmt.Errorf("arena needs a positive slot count and size, got %d × %d", slots, slotSize)
+	}
+	f, err := createShared("sluice-arena", int64(slots)*int64(slotSize))
+	if err != nil {
+		return nil, fmt.Errorf("creating shared arena of %d bytes: %w", int64(slots)*int64(slotSize), err)
+	}
+	a, err := MapArena(f, slots, slotSize)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	a.free = make([]uint32, slots)
+	for i := range a.free {
+		a.free[i] = uint32(slots - 1 - i)
+	}
+	return a, nil
+}
+
+// MapArena maps an arena received from the host.
+func MapArena(f *os.File, slots, slotSize int) (*Arena, error) {
+	mem, err := mapShared(f, slots*slotSize)
+	if err != nil {
+		return nil, fmt.Errorf("mapping shared arena: %w", err)
+	}
+	a := &Arena{file: f, mem: mem, slotSize: slotSize, slots: slots}
+	a.cond = sync.NewCond(&a.mu)
+	return a, nil
+}
+
+// File returns the arena's file, to pass to a plugin process.
+func (a *Arena) File() *os.File { return a.file }
+
+// SlotSize returns the size of one slot.
+func (a *Arena) SlotSize() int { return a.slotSize }
+
+// Slots returns the number of slots.
+func (a *Arena) Slots() int { return a.slots }
+
+// Slot returns the memory of slot i.
+func (a *Arena) Slot(i uint32) ([]byte, error) {
+	if int(i) >= a.slots {
+		return nil, fmt.Errorf("arena slot %d out of range (0..%d)", i, a.slots-1)
+	}
+	off := int(i) * a.slotSize
+	return a.mem[off : off+a.slotSize : off+a.slotSize], nil
+}
+
+// Close unmaps the arena and closes its file. Slots must no longer be used.
+func (a *Arena) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.cond.Broadcast()
+	a.mu.Unlock()
+	err := unmapShared(a.mem)
+	if cerr := a.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ErrArenaClosed is returned by Reserve after Close.
+var ErrArenaClosed = errors.New("arena closed")
+
+// Reserve takes n slots out of the arena for the exclusive use of one pool,
+// waiting until n are free. Reservations are granted in order, so a large
+// one is not starved by small ones. It fails at once when n exceeds the
+// arena.
+func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
+	if n <= 0 || n > a.slots {
+		return nil, fmt.Errorf("cannot reserve %d slots of an arena of %d", n, a.slots)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		a.cond.Broadcast()
+		a.mu.Unlock()
+	})
+	defer stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for len(a.free) < n {
+		if a.closed {
+			return nil, ErrArenaClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		a.cond.Wait()
+	}
+	p := &Pool{arena: a, slots: make(chan uint32, n), size: n}
+	for i := 0; i < n; i++ {
+		p.slots <- a.free[len(a.free)-1]
+		a.free = a.free[:len(a.free)-1]
+	}
+	a.reserved += n
+	return p, nil
+}
+
+// Free returns the number of slots not reserved by any pool.
+func (a *Arena) Free() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.free)
+}
+
+// Pool is a set of slots reserved from an arena for one task. Its slots are
+// recycled within the pool, so a task that holds a pool can always make
+// progress.
+type Pool struct {
+	arena *Arena
+	slots chan uint32
+	size  int
+	once  sync.Once
+}
+
+// Arena returns the arena the pool's slots belong to.
+func (p *Pool) Arena() *Arena { return p.arena }
+
+// Size returns the number of slots the pool holds.
+func (p *Pool) Size() int { return p.size }
+
+// Get waits for a free slot of the pool and returns it as an empty chunk
+// whose Data has the slot's full capacity.
+func (p *Pool) Get(ctx context.Context) (*Chunk, error) {
+	select {
+	case i := <-p.slots:
+		mem, _ := p.arena.Slot(i)
+		c := &Chunk{Data: mem, slot: int32(i), arena: p.arena, pool: p}
+		c.refs.Store(1)
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TryGet is Get without waiting: it reports false when every slot is in use.
+func (p *Pool) TryGet() (*Chunk, bool) {
+	select {
+	case i := <-p.slots:
+		mem, _ := p.arena.Slot(i)
+		c := &Chunk{Data: mem, slot: int32(i), arena: p.arena, pool: p}
+		c.refs.Store(1)
+		return c, true
+	default:
+		return nil, false
+	}
+}
+
+func (p *Pool) put(i uint32) { p.slots <- i }
+
+// Close returns the pool's slots to the arena. Every chunk taken from the
+// pool must have been released.
+func (p *Pool) Close() {
+	p.once.Do(func() {
+		a := p.arena
+		a.mu.Lock()
+		for i := 0; i < p.size; i++ {
+			select {
+			case s := <-p.slots:
+				a.free = append(a.free, s)
+			default:
+			}
+		}
+		a.reserved -= p.size
+		a.cond.Broadcast()
+		a.mu.Unlock()
+	})
+}
+
+// Chunk is a piece of a tensor's bytes. Chunks taken from a Pool live in an
+// arena slot and go back to their pool when the last holder releases them;
+// others live on the Go heap.
+type Chunk struct {
+	// Data holds the bytes.
+	Data []byte
+	// Offset is the position of Data within its tensor.
+	Offset uint64
+
+	slot      int32
+	arena     *Arena
+	pool      *Pool
+	onRelease func()
+	refs      atomic.Int32
+}
+
+// NewChunk wraps bytes with a function called when the last holder releases
+// them; release may be nil.
+func NewChunk(b []byte, offset uint64, release func()) *Chunk {
+	c := &Chunk{Data: b, Offset: offset, slot: -1, onRelease: release}
+	c.refs.Store(1)
+	return c
+}
+
+// HeapChunk wraps bytes that live outside any arena.
+func HeapChunk(b []byte, offset uint64) *Chunk {
+	c := &Chunk{Data: b, Offset: offset, slot: -1}
+	c.refs.Store(1)
+	return c
+}
+
+// Slot returns the arena and slot index holding the chunk, when it lives in
+// an arena.
+func (c *Chunk) Slot() (*Arena, uint32, bool) {
+	if c.slot < 0 || c.arena == nil {
+		return nil, 0, false
+	}
+	return c.arena, uint32(c.slot), true
+}
+
+// Retain adds a holder; each holder calls Release once.
+func (c *Chunk) Retain() { c.refs.Add(1) }
+
+// Release drops a holder; the last one returns the slot to its pool.
+func (c *Chunk) Release() {
+	n := c.refs.Add(-1)
+	if n == 0 {
+		if c.onRelease != nil {
+			c.onRelease()
+		}
+		if c.pool != nil {
+			c.pool.put(uint32(c.slot))
+		}
+	}
+	if n < 0 {
+		panic("plugin: chunk released more times than retained")
+	}
+}

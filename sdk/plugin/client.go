@@ -1,0 +1,471 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+	"google.golang.org/grpc"
+)
+
+// rpcClient talks to a plugin over a gRPC connection. It implements
+// Instance; Launch wraps it with the process that serves it.
+type rpcClient struct {
+	plugin pb.PluginClient
+	source pb.SourceClient
+	sink   pb.SinkClient
+	info   *Info
+	arena  *Arena // the arena the plugin mapped, if any
+	wrap   func(error) error
+}
+
+func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Arena) (*rpcClient, error) {
+	c := &rpcClient{
+		plugin: pb.NewPluginClient(conn),
+		source: pb.NewSourceClient(conn),
+		sink:   pb.NewSinkClient(conn),
+		wrap:   func(err error) error { return err },
+	}
+	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor})
+	if err != nil {
+		return nil, fmt.Errorf("asking the plugin what it serves: %w", fromStatus(err))
+	}
+	c.info = infoFromProto(resp)
+	if c.info.Arena {
+		c.arena = arena
+	}
+	return c, nil
+}
+
+func (c *rpcClient) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.wrap(fromStatus(err))
+}
+
+func (c *rpcClient) Info() *Info { return c.info }
+
+func (c *rpcClient) Close() error { return nil }
+
+func (c *rpcClient) Probe(ctx context.Context, component, path string) (int, error) {
+	resp, err := c.plugin.Probe(ctx, &pb.ProbeRequest{Component: component, Path: path})
+	if err != nil {
+		return 0, c.err(err)
+	}
+	return int(resp.Score), nil
+}
+
+func (c *rpcClient) OpenSource(ctx context.Context, component string, cfg Config) (Source, error) {
+	resp, err := c.source.Open(ctx, &pb.OpenRequest{Component: component, ConfigJson: cfg.JSON})
+	if err != nil {
+		return nil, c.err(err)
+	}
+	return &remoteSource{c: c, session: resp.Session}, nil
+}
+
+func (c *rpcClient) OpenSink(ctx context.Context, component string, cfg Config) (Sink, error) {
+	resp, err := c.sink.Open(ctx, &pb.OpenRequest{Component: component, ConfigJson: cfg.JSON})
+	if err != nil {
+		return nil, c.err(err)
+	}
+	return &remoteSink{c: c, session: resp.Session}, nil
+}
+
+// remoteSource is a Source served by a plugin process.
+type remoteSource struct {
+	c       *rpcClient
+	session uint64
+	mu      sync.Mutex
+	sizes   map[string]uint64
+}
+
+func (s *remoteSource) Describe(ctx context.Context) (*tensor.Manifest, error) {
+	resp, err := s.c.source.Describe(ctx, &pb.SessionRequest{Session: s.session})
+	if err != nil {
+		return nil, s.c.err(err)
+	}
+	m, err := ManifestFromProto(resp.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s sent a bad manifest: %w", s.c.info.Name, err)
+	}
+	s.mu.Lock()
+	s.sizes = make(map[string]uint64, len(m.Tensors))
+	for _, t := range m.Tensors {
+		s.sizes[t.Name] = t.Size
+	}
+	s.mu.Unlock()
+	return m, nil
+}
+
+func (s *remoteSource) Close() error {
+	_, err := s.c.source.Close(context.Background(), &pb.SessionRequest{Session: s.session})
+	return s.c.err(err)
+}
+
+// Open reads a tensor through inline chunks; the host prefers OpenChunks.
+func (s *remoteSource) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	cr, err := s.open(ctx, name, nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	size := s.sizes[name]
+	s.mu.Unlock()
+	return NewChunkData(ctx, size, cr, nil), nil
+}
+
+// OpenChunks reads a tensor into the pool's arena slots when the plugin
+// shares the pool's arena, and through inline chunks copied into the pool's
+// slots otherwise.
+func (s *remoteSource) OpenChunks(ctx context.Context, name string, pool *Pool, align int) (ChunkReader, error) {
+	return s.open(ctx, name, pool, align)
+}
+
+func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align int) (ChunkReader, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := s.c.source.Read(ctx)
+	if err != nil {
+		cancel()
+		return nil, s.c.err(err)
+	}
+	useArena := pool != nil && s.c.arena != nil && pool.Arena() == s.c.arena
+	if err := stream.Send(&pb.ReadRequest{Msg: &pb.ReadRequest_Start{Start: &pb.ReadStart{
+		Session: s.session, Tensor: name, Arena: useArena, Align: uint64(max(align, 1)),
+	}}}); err != nil {
+		cancel()
+		return nil, s.c.err(err)
+	}
+	r := &remoteReader{c: s.c, stream: stream, cancel: cancel, pool: pool, arena: useArena, pending: map[uint32]*Chunk{}}
+	if useArena {
+		// Keep up to half the pool with the plugin, at least one slot.
+		r.window = max(1, pool.Size()/2)
+		if err := r.grant(ctx, true); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// remoteReader receives a tensor's chunks from a plugin.
+type remoteReader struct {
+	c       *rpcClient
+	stream  pb.Source_ReadClient
+	cancel  context.CancelFunc
+	pool    *Pool
+	arena   bool
+	window  int
+	pending map[uint32]*Chunk
+	done    bool
+}
+
+// grant hands free slots to the plugin until window are outstanding. It
+// waits for a slot only when none is outstanding (must is true then).
+func (r *remoteReader) grant(ctx context.Context, must bool) error {
+	var slots []uint32
+	for len(r.pending)+len(slots) < r.window {
+		c, ok := r.pool.TryGet()
+		if !ok {
+			if !must || len(r.pending)+len(slots) > 0 {
+				break
+			}
+			var err error
+			if c, err = r.pool.Get(ctx); err != nil {
+				return err
+			}
+		}
+		_, idx, _ := c.Slot()
+		r.pending[idx] = c
+		slots = append(slots, idx)
+	}
+	if len(slots) == 0 {
+		return nil
+	}
+	if err := r.stream.Send(&pb.ReadRequest{Msg: &pb.ReadRequest_Grant{Grant: &pb.SlotGrant{Slots: slots}}}); err != nil {
+		return r.c.err(err)
+	}
+	return nil
+}
+
+func (r *remoteReader) NextChunk(ctx context.Context) (*Chunk, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	if r.arena {
+		if err := r.grant(ctx, len(r.pending) == 0); err != nil {
+			return nil, err
+		}
+	}
+	msg, err := r.stream.Recv()
+	if err == io.EOF {
+		r.done = true
+		return nil, io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, r.c.err(err)
+	}
+	if msg.Last {
+		r.done = true
+	}
+	switch p := msg.Payload.(type) {
+	case *pb.Chunk_Slot:
+		c, ok := r.pending[p.Slot]
+		if !ok {
+			return nil, fmt.Errorf("plugin %s filled arena slot %d it was not granted", r.c.info.Name, p.Slot)
+		}
+		delete(r.pending, p.Slot)
+		if msg.Length > uint64(cap(c.Data)) {
+			c.Release()
+			return nil, fmt.Errorf("plugin %s sent a chunk of %d bytes in a slot of %d", r.c.info.Name, msg.Length, cap(c.Data))
+		}
+		c.Data = c.Data[:msg.Length]
+		c.Offset = msg.Offset
+		return c, nil
+	case *pb.Chunk_Inline:
+		if uint64(len(p.Inline)) != msg.Length {
+			return nil, fmt.Errorf("plugin %s sent an inline chunk of %d bytes that says %d", r.c.info.Name, len(p.Inline), msg.Length)
+		}
+		if r.pool == nil {
+			return HeapChunk(p.Inline, msg.Offset), nil
+		}
+		c, err := r.pool.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Inline) > cap(c.Data) {
+			c.Release()
+			return nil, fmt.Errorf("plugin %s sent an inline chunk larger than a slot", r.c.info.Name)
+		}
+		c.Data = c.Data[:copy(c.Data[:cap(c.Data)], p.Inline)]
+		c.Offset = msg.Offset
+		return c, nil
+	}
+	return nil, fmt.Errorf("plugin %s sent a chunk without payload", r.c.info.Name)
+}
+
+func (r *remoteReader) Close() error {
+	r.cancel()
+	for i, c := range r.pending {
+		c.Release()
+		delete(r.pending, i)
+	}
+	return nil
+}
+
+// remoteSink is a Sink served by a plugin process.
+type remoteSink struct {
+	c       *rpcClient
+	session uint64
+}
+
+func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
+	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: ManifestToProto(in)})
+	if err != nil {
+		return nil, s.c.err(err)
+	}
+	return planFromProto(resp), nil
+}
+
+func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOptions) error {
+	_, err := s.c.sink.Begin(ctx, &pb.BeginRequest{
+		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
+	})
+	return s.c.err(err)
+}
+
+func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
+	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
+	if err != nil {
+		return nil, s.c.err(err)
+	}
+	var out []Artifact
+	for _, a := range resp.Artifacts {
+		out = append(out, Artifact{Path: a.Path, Size: a.Size, SHA256: a.Sha256})
+	}
+	return out, nil
+}
+
+func (s *remoteSink) Abort(ctx context.Context) error {
+	_, err := s.c.sink.Abort(ctx, &pb.SessionRequest{Session: s.session})
+	return s.c.err(err)
+}
+
+// chunkedData is TensorData that can hand over whole chunks.
+type chunkedData interface {
+	NextChunk(ctx context.Context) (*Chunk, error)
+}
+
+func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := s.c.sink.Write(ctx)
+	if err != nil {
+		return s.c.err(err)
+	}
+	start := &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size()}
+	if ref, ok := data.File(); ok {
+		start.File = &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}
+	}
+	if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}}); err != nil {
+		return s.waitErr(stream, err)
+	}
+
+	// Acknowledgements arrive on their own goroutine: each frees a slot.
+	var mu sync.Mutex
+	inFlight := map[uint32]*Chunk{}
+	acks := make(chan error, 1)
+	go func() {
+		for {
+			ack, err := stream.Recv()
+			if err != nil {
+				acks <- err
+				return
+			}
+			if ack.HasSlot {
+				mu.Lock()
+				c := inFlight[ack.Slot]
+				delete(inFlight, ack.Slot)
+				mu.Unlock()
+				if c != nil {
+					c.Release()
+				}
+			}
+			if ack.Done {
+				acks <- nil
+				return
+			}
+		}
+	}()
+	releaseAll := func() {
+		mu.Lock()
+		for k, c := range inFlight {
+			c.Release()
+			delete(inFlight, k)
+		}
+		mu.Unlock()
+	}
+
+	if start.File == nil {
+		if err := s.sendChunks(ctx, stream, data, &mu, inFlight); err != nil {
+			var se *sendError
+			if errors.As(err, &se) {
+				// The plugin ended the stream; its reason arrives on Recv.
+				ackErr := <-acks
+				releaseAll()
+				if ackErr != nil && ackErr != io.EOF {
+					return s.c.err(ackErr)
+				}
+				return s.c.err(se.err)
+			}
+			cancel()
+			<-acks
+			releaseAll()
+			return err
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		return s.c.err(err)
+	}
+	select {
+	case err := <-acks:
+		releaseAll()
+		if err != nil && err != io.EOF {
+			return s.c.err(err)
+		}
+		if err == io.EOF {
+			return fmt.Errorf("plugin %s closed the write of tensor %q without confirming it", s.c.info.Name, name)
+		}
+		return nil
+	case <-ctx.Done():
+		releaseAll()
+		return ctx.Err()
+	}
+}
+
+func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient, data TensorData, mu *sync.Mutex, inFlight map[uint32]*Chunk) error {
+	var off uint64
+	sendInline := func(b []byte) error {
+		for len(b) > 0 {
+			n := min(len(b), maxInline)
+			last := off+uint64(n) == data.Size()
+			if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
+				Offset: off, Length: uint64(n), Payload: &pb.Chunk_Inline{Inline: b[:n]}, Last: last,
+			}}}); err != nil {
+				return &sendError{err}
+			}
+			off += uint64(n)
+			b = b[n:]
+		}
+		return nil
+	}
+	if cd, ok := data.(chunkedData); ok {
+		for {
+			c, err := cd.NextChunk(ctx)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			arena, slot, inArena := c.Slot()
+			if inArena && arena == s.c.arena {
+				mu.Lock()
+				inFlight[slot] = c
+				mu.Unlock()
+				last := off+uint64(len(c.Data)) == data.Size()
+				if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
+					Offset: off, Length: uint64(len(c.Data)), Payload: &pb.Chunk_Slot{Slot: slot}, Last: last,
+				}}}); err != nil {
+					return &sendError{err}
+				}
+				off += uint64(len(c.Data))
+				continue
+			}
+			err = sendInline(c.Data)
+			c.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	buf := make([]byte, maxInline)
+	for {
+		n, err := io.ReadFull(data, buf)
+		if n > 0 {
+			if err := sendInline(buf[:n]); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// sendError marks a failed Send on a stream whose receiving side is still
+// being read elsewhere.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return e.err.Error() }
+
+// waitErr turns a failed Send into the plugin's own error: gRPC reports the
+// reason on Recv, Send only says the stream ended.
+func (s *remoteSink) waitErr(stream pb.Sink_WriteClient, sendErr error) error {
+	for {
+		_, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return s.c.err(sendErr)
+			}
+			return s.c.err(err)
+		}
+	}
+}

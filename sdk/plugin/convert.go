@@ -1,0 +1,199 @@
+package plugin
+
+import (
+	"fmt"
+
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// maxValueDepth caps the nesting of metadata arrays on the wire.
+const maxValueDepth = 16
+
+func valueToProto(v tensor.Value) *pb.Value {
+	out := &pb.Value{Type: uint32(v.Type()), Elem: uint32(v.Elem()), Bits: v.Bits()}
+	switch {
+	case v.Type() == tensor.TypeString:
+		out.Str, _ = v.Str()
+	case v.Type() == tensor.TypeArray && v.Elem() == tensor.TypeString:
+		out.Strs, _ = v.StringSlice()
+	case v.Type() == tensor.TypeArray && v.Elem() == tensor.TypeArray:
+		items, _ := v.Items()
+		out.Items = make([]*pb.Value, len(items))
+		for i, it := range items {
+			out.Items[i] = valueToProto(it)
+		}
+	case v.Type() == tensor.TypeArray:
+		out.Raw, _ = v.Raw()
+	}
+	return out
+}
+
+func valueFromProto(p *pb.Value, depth int) (tensor.Value, error) {
+	if p == nil {
+		return tensor.Value{}, fmt.Errorf("missing metadata value")
+	}
+	t := tensor.ValueType(p.Type)
+	if !t.Valid() {
+		return tensor.Value{}, fmt.Errorf("invalid metadata type %d", p.Type)
+	}
+	switch t {
+	case tensor.TypeString:
+		return tensor.StringValue(p.Str), nil
+	case tensor.TypeArray:
+		if depth >= maxValueDepth {
+			return tensor.Value{}, fmt.Errorf("metadata arrays nested deeper than %d", maxValueDepth)
+		}
+		elem := tensor.ValueType(p.Elem)
+		switch {
+		case !elem.Valid():
+			return tensor.Value{}, fmt.Errorf("invalid metadata array element type %d", p.Elem)
+		case elem == tensor.TypeString:
+			return tensor.StringArray(p.Strs), nil
+		case elem == tensor.TypeArray:
+			items := make([]tensor.Value, len(p.Items))
+			for i, it := range p.Items {
+				v, err := valueFromProto(it, depth+1)
+				if err != nil {
+					return tensor.Value{}, err
+				}
+				items[i] = v
+			}
+			return tensor.NestedArray(items)
+		}
+		return tensor.ArrayValue(elem, p.Raw)
+	}
+	return tensor.Scalar(t, p.Bits)
+}
+
+// ManifestToProto converts a manifest to its wire form.
+func ManifestToProto(m *tensor.Manifest) *pb.Manifest {
+	out := &pb.Manifest{
+		Metadata: make([]*pb.KeyValue, 0, m.Metadata.Len()),
+		Tensors:  make([]*pb.TensorInfo, len(m.Tensors)),
+	}
+	m.Metadata.All(func(k string, v tensor.Value) bool {
+		out.Metadata = append(out.Metadata, &pb.KeyValue{Key: k, Value: valueToProto(v)})
+		return true
+	})
+	for i := range m.Tensors {
+		t := &m.Tensors[i]
+		pt := &pb.TensorInfo{Name: t.Name, Dtype: string(t.DType), Shape: t.Shape, Size: t.Size, Attrs: t.Attrs}
+		if t.Location != nil {
+			pt.Location = &pb.FileRef{Path: t.Location.Path, Offset: t.Location.Offset, Length: t.Location.Length}
+		}
+		out.Tensors[i] = pt
+	}
+	return out
+}
+
+// ManifestFromProto converts a manifest from its wire form, checking every
+// value. Dtypes are not checked here: a manifest may list tensors of dtypes
+// the receiver cannot decode.
+func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
+	if p == nil {
+		return nil, fmt.Errorf("missing manifest")
+	}
+	m := &tensor.Manifest{Tensors: make([]tensor.TensorInfo, len(p.Tensors))}
+	for _, kv := range p.Metadata {
+		v, err := valueFromProto(kv.Value, 0)
+		if err != nil {
+			return nil, fmt.Errorf("metadata key %q: %w", kv.Key, err)
+		}
+		m.Metadata.Set(kv.Key, v)
+	}
+	for i, pt := range p.Tensors {
+		t := tensor.TensorInfo{Name: pt.Name, DType: tensor.DType(pt.Dtype), Shape: pt.Shape, Size: pt.Size, Attrs: pt.Attrs}
+		if pt.Location != nil {
+			t.Location = &tensor.FileRef{Path: pt.Location.Path, Offset: pt.Location.Offset, Length: pt.Location.Length}
+		}
+		m.Tensors[i] = t
+	}
+	return m, nil
+}
+
+func schemaToProto(s *Schema) *pb.Schema {
+	if s == nil {
+		return nil
+	}
+	out := &pb.Schema{}
+	for _, a := range s.Attributes {
+		out.Attributes = append(out.Attributes, &pb.Attribute{Name: a.Name, Type: a.Type, Required: a.Required, Sensitive: a.Sensitive, Doc: a.Doc})
+	}
+	return out
+}
+
+func schemaFromProto(p *pb.Schema) *Schema {
+	s := &Schema{}
+	for _, a := range p.GetAttributes() {
+		s.Attributes = append(s.Attributes, Attribute{Name: a.Name, Type: a.Type, Required: a.Required, Sensitive: a.Sensitive, Doc: a.Doc})
+	}
+	return s
+}
+
+func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
+	out := &pb.GetInfoResponse{
+		Name:          i.Name,
+		Version:       i.Version,
+		ProtocolMinor: uint32(i.ProtocolMinor),
+		Capabilities:  &pb.Capabilities{Arena: arena, FileRef: true, MaxInline: maxInline},
+	}
+	add := func(kind pb.Component_Kind, cs []ComponentInfo) {
+		for _, c := range cs {
+			out.Components = append(out.Components, &pb.Component{
+				Kind: kind, Name: c.Name, Doc: c.Doc, Schema: schemaToProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes,
+			})
+		}
+	}
+	add(pb.Component_SOURCE, i.Sources)
+	add(pb.Component_SINK, i.Sinks)
+	return out
+}
+
+func infoFromProto(p *pb.GetInfoResponse) *Info {
+	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor), Arena: p.GetCapabilities().GetArena()}
+	for _, c := range p.Components {
+		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
+		switch c.Kind {
+		case pb.Component_SOURCE:
+			i.Sources = append(i.Sources, ci)
+		case pb.Component_SINK:
+			i.Sinks = append(i.Sinks, ci)
+		}
+	}
+	return i
+}
+
+func planToProto(p *SinkPlan) *pb.PlanResponse {
+	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature}
+	for _, c := range p.Convert {
+		out.Convert = append(out.Convert, &pb.Conversion{Tensor: c.Tensor, Dtype: string(c.To), Reason: c.Reason})
+	}
+	for _, d := range p.Drop {
+		out.Drop = append(out.Drop, &pb.Decision{Tensor: d.Tensor, Msg: d.Msg})
+	}
+	for _, d := range p.Notes {
+		out.Notes = append(out.Notes, &pb.Decision{Tensor: d.Tensor, Msg: d.Msg})
+	}
+	for _, f := range p.Files {
+		out.Files = append(out.Files, &pb.PlannedFile{Path: f.Path, Size: f.Size, Tensors: uint32(f.Tensors)})
+	}
+	return out
+}
+
+func planFromProto(p *pb.PlanResponse) *SinkPlan {
+	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature}
+	for _, c := range p.Convert {
+		out.Convert = append(out.Convert, Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason})
+	}
+	for _, d := range p.Drop {
+		out.Drop = append(out.Drop, Decision{Tensor: d.Tensor, Msg: d.Msg})
+	}
+	for _, d := range p.Notes {
+		out.Notes = append(out.Notes, Decision{Tensor: d.Tensor, Msg: d.Msg})
+	}
+	for _, f := range p.Files {
+		out.Files = append(out.Files, PlannedFile{Path: f.Path, Size: f.Size, Tensors: int(f.Tensors)})
+	}
+	return out
+}

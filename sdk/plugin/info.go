@@ -1,0 +1,109 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+)
+
+// ProtocolVersion is the major version of the plugin protocol
+// (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks.
+const (
+	ProtocolVersion = 1
+	ProtocolMinor   = 0
+)
+
+// Info describes a running plugin: what `sluice plugins list` shows and what
+// the core validates pipelines against.
+type Info struct {
+	Name          string
+	Version       string
+	ProtocolMinor int
+	Sources       []ComponentInfo
+	Sinks         []ComponentInfo
+	// Arena reports that the plugin mapped the host's shared arena.
+	Arena bool
+}
+
+// ComponentInfo describes one source or sink type.
+type ComponentInfo struct {
+	Name       string
+	Doc        string
+	Schema     *Schema
+	Extensions []string
+	Probes     bool
+}
+
+// Source returns the source type called name.
+func (i *Info) Source(name string) (*ComponentInfo, bool) { return findComponent(i.Sources, name) }
+
+// Sink returns the sink type called name.
+func (i *Info) Sink(name string) (*ComponentInfo, bool) { return findComponent(i.Sinks, name) }
+
+func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
+	for k := range cs {
+		if cs[k].Name == name {
+			return &cs[k], true
+		}
+	}
+	return nil, false
+}
+
+// Info describes the plugin as a client would see it.
+func (p *Plugin) Info() *Info {
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor}
+	for _, s := range p.Sources {
+		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
+	}
+	for _, s := range p.Sinks {
+		info.Sinks = append(info.Sinks, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions})
+	}
+	return info
+}
+
+// Instance is a plugin ready for use, in this process or another one.
+type Instance interface {
+	// Info describes the plugin.
+	Info() *Info
+	// OpenSource starts a source of the given type.
+	OpenSource(ctx context.Context, component string, cfg Config) (Source, error)
+	// OpenSink starts a sink of the given type.
+	OpenSink(ctx context.Context, component string, cfg Config) (Sink, error)
+	// Probe asks a source type how sure it is that it reads path (0–100).
+	Probe(ctx context.Context, component, path string) (int, error)
+	// Close stops the plugin.
+	Close() error
+}
+
+// InProcess returns an Instance that calls p directly, without a process or
+// gRPC: for profiling, tests and comparison.
+func InProcess(p *Plugin) Instance { return inProcess{p} }
+
+type inProcess struct{ p *Plugin }
+
+func (ip inProcess) Info() *Info { return ip.p.Info() }
+
+func (ip inProcess) OpenSource(ctx context.Context, component string, cfg Config) (Source, error) {
+	st, ok := ip.p.Source(component)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s has no source %q", ip.p.Name, component)
+	}
+	return st.Open(ctx, cfg)
+}
+
+func (ip inProcess) OpenSink(ctx context.Context, component string, cfg Config) (Sink, error) {
+	st, ok := ip.p.Sink(component)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s has no sink %q", ip.p.Name, component)
+	}
+	return st.Open(ctx, cfg)
+}
+
+func (ip inProcess) Probe(ctx context.Context, component, path string) (int, error) {
+	st, ok := ip.p.Source(component)
+	if !ok || st.Probe == nil {
+		return 0, nil
+	}
+	return st.Probe(path), nil
+}
+
+func (ip inProcess) Close() error { return nil }

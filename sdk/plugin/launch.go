@@ -1,0 +1,200 @@
+package plugin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+)
+
+// LaunchConfig says how to start a plugin process.
+type LaunchConfig struct {
+	// Cmd is the plugin command; Launch adds to its environment and files.
+	Cmd *exec.Cmd
+	// Arena, when set, is passed to the plugin at spawn.
+	Arena *Arena
+	// SHA256, when set, is the pinned digest of Cmd.Path: a binary that
+	// does not match is not started.
+	SHA256 []byte
+	// StartTimeout bounds the handshake; zero means one minute.
+	StartTimeout time.Duration
+	// Label names the plugin in errors, e.g. `plugin "gguf" (sink.out)`.
+	Label string
+}
+
+// Client is a running plugin process. It implements Instance.
+type Client struct {
+	*rpcClient
+	gp     *goplugin.Client
+	stderr *tail
+	label  string
+}
+
+// Launch starts a plugin process, performs the handshake (gRPC only, with
+// automatic mutual TLS) and asks the plugin what it serves.
+func Launch(cfg LaunchConfig) (*Client, error) {
+	label := cfg.Label
+	if label == "" {
+		label = "plugin " + cfg.Cmd.Path
+	}
+	cmd := cfg.Cmd
+	if cfg.Arena != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, cfg.Arena.File())
+		fd := 2 + len(cmd.ExtraFiles)
+		cmd.Env = append(cmd.Env,
+			envArenaFD+"="+strconv.Itoa(fd),
+			envArenaSlots+"="+strconv.Itoa(cfg.Arena.Slots()),
+			envArenaSlotSize+"="+strconv.Itoa(cfg.Arena.SlotSize()),
+		)
+	}
+	st := &tail{max: 40}
+	cc := &goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{arena: cfg.Arena}}},
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Stderr:           st,
+		StartTimeout:     cfg.StartTimeout,
+		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
+		GRPCDialOptions:  nil,
+	}
+	if cfg.SHA256 != nil {
+		cc.SecureConfig = &goplugin.SecureConfig{Checksum: cfg.SHA256, Hash: sha256.New()}
+	}
+	gp := goplugin.NewClient(cc)
+	rpc, err := gp.Client()
+	if err != nil {
+		gp.Kill()
+		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
+			return nil, fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, cmd.Path)
+		}
+		return nil, fmt.Errorf("%s: starting %s: %w%s", label, cmd.Path, err, st.quote())
+	}
+	raw, err := rpc.Dispense(pluginKey)
+	if err != nil {
+		gp.Kill()
+		return nil, fmt.Errorf("%s: %w%s", label, err, st.quote())
+	}
+	rc := raw.(*rpcClient)
+	c := &Client{rpcClient: rc, gp: gp, stderr: st, label: label}
+	rc.wrap = c.explain
+	return c, nil
+}
+
+// explain adds what is known about a crash to an error from the plugin.
+func (c *Client) explain(err error) error {
+	if errors.Is(err, ErrPluginExited) || c.gp.Exited() {
+		// Give the process a moment to be reaped and its stderr drained.
+		for i := 0; i < 20 && !c.gp.Exited(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return &CrashError{Label: c.label, Err: err, Stderr: c.stderr.lines()}
+	}
+	return err
+}
+
+// Close stops the plugin process.
+func (c *Client) Close() error {
+	c.gp.Kill()
+	return nil
+}
+
+// Exited reports whether the plugin process has exited.
+func (c *Client) Exited() bool { return c.gp.Exited() }
+
+// Pid returns the plugin process id, or 0.
+func (c *Client) Pid() int {
+	if rc := c.gp.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// CrashError reports a plugin process that died or stopped answering, with
+// the last lines it wrote to stderr.
+type CrashError struct {
+	Label  string
+	Err    error
+	Stderr []string
+}
+
+func (e *CrashError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s crashed or was killed", e.Label)
+	if len(e.Stderr) > 0 {
+		b.WriteString("; last lines of its stderr:\n")
+		for _, l := range e.Stderr {
+			b.WriteString("    " + l + "\n")
+		}
+		return strings.TrimRight(b.String(), "\n")
+	}
+	return b.String() + " (it wrote nothing to stderr)"
+}
+
+// Unwrap returns ErrPluginExited.
+func (e *CrashError) Unwrap() error { return ErrPluginExited }
+
+// tail keeps the last lines written to it.
+type tail struct {
+	mu      sync.Mutex
+	max     int
+	partial []byte
+	buf     []string
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		t.add(string(t.partial[:i]))
+		t.partial = t.partial[i+1:]
+	}
+	if len(t.partial) > 64<<10 {
+		t.add(string(t.partial))
+		t.partial = nil
+	}
+	return len(p), nil
+}
+
+func (t *tail) add(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	t.buf = append(t.buf, line)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+}
+
+func (t *tail) lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.buf...)
+	if len(t.partial) > 0 {
+		out = append(out, string(t.partial))
+	}
+	return out
+}
+
+func (t *tail) quote() string {
+	l := t.lines()
+	if len(l) == 0 {
+		return ""
+	}
+	return "\n    " + strings.Join(l, "\n    ")
+}

@@ -1,0 +1,450 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// maxInline is the largest inline chunk: the fallback data plane.
+const maxInline = 1 << 20
+
+// maxMessageSize bounds every gRPC message both ways. Tensor bytes never
+// travel in one message; metadata (a 150,000-token vocabulary, a tokenizer
+// file) can take tens of MiB.
+const maxMessageSize = 256 << 20
+
+// server exposes a Plugin through the protocol's three services.
+type server struct {
+	pb.UnimplementedPluginServer
+	impl  *Plugin
+	arena *Arena
+
+	mu       sync.Mutex
+	next     atomic.Uint64
+	sources  map[uint64]*sourceSession
+	sinks    map[uint64]Sink
+}
+
+type sourceSession struct {
+	src Source
+	mu  sync.Mutex
+	man *tensor.Manifest
+}
+
+func newServer(p *Plugin, arena *Arena) *server {
+	return &server{impl: p, arena: arena, sources: map[uint64]*sourceSession{}, sinks: map[uint64]Sink{}}
+}
+
+func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
+	return infoToProto(s.impl.Info(), s.arena != nil), nil
+}
+
+func (s *server) Probe(ctx context.Context, req *pb.ProbeRequest) (*pb.ProbeResponse, error) {
+	st, ok := s.impl.Source(req.Component)
+	if !ok || st.Probe == nil {
+		return &pb.ProbeResponse{}, nil
+	}
+	return &pb.ProbeResponse{Score: int32(st.Probe(req.Path))}, nil
+}
+
+func (s *server) source(id uint64) (*sourceSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sources[id]
+	if !ok {
+		return nil, fmt.Errorf("no source session %d", id)
+	}
+	return ss, nil
+}
+
+func (s *server) sink(id uint64) (Sink, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sk, ok := s.sinks[id]
+	if !ok {
+		return nil, fmt.Errorf("no sink session %d", id)
+	}
+	return sk, nil
+}
+
+// sourceServer implements the Source service.
+type sourceServer struct {
+	pb.UnimplementedSourceServer
+	*server
+}
+
+func (s sourceServer) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	st, ok := s.impl.Source(req.Component)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("plugin %s has no source %q", s.impl.Name, req.Component))
+	}
+	src, err := st.Open(ctx, Config{JSON: req.ConfigJson})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	id := s.next.Add(1)
+	s.mu.Lock()
+	s.sources[id] = &sourceSession{src: src}
+	s.mu.Unlock()
+	return &pb.OpenResponse{Session: id}, nil
+}
+
+func (ss *sourceSession) manifest(ctx context.Context) (*tensor.Manifest, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.man == nil {
+		m, err := ss.src.Describe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ss.man = m
+	}
+	return ss.man, nil
+}
+
+func (s sourceServer) Describe(ctx context.Context, req *pb.SessionRequest) (*pb.DescribeResponse, error) {
+	ss, err := s.source(req.Session)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := ss.manifest(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.DescribeResponse{Manifest: ManifestToProto(m)}, nil
+}
+
+func (s sourceServer) Close(ctx context.Context, req *pb.SessionRequest) (*pb.Empty, error) {
+	s.mu.Lock()
+	ss, ok := s.sources[req.Session]
+	delete(s.sources, req.Session)
+	s.mu.Unlock()
+	if !ok {
+		return &pb.Empty{}, nil
+	}
+	return &pb.Empty{}, toStatus(ss.src.Close())
+}
+
+func (s sourceServer) Read(stream pb.Source_ReadServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return toStatus(fmt.Errorf("read stream must begin with a start message"))
+	}
+	ss, err := s.source(start.Session)
+	if err != nil {
+		return toStatus(err)
+	}
+	m, err := ss.manifest(ctx)
+	if err != nil {
+		return toStatus(err)
+	}
+	info, ok := m.Tensor(start.Tensor)
+	if !ok {
+		return toStatus(&InputError{Tensor: start.Tensor, Msg: "no such tensor"})
+	}
+	r, err := ss.src.Open(ctx, start.Tensor)
+	if err != nil {
+		return toStatus(err)
+	}
+	defer r.Close()
+	align := int(start.Align)
+	if align < 1 {
+		align = 1
+	}
+	if start.Arena && s.arena != nil {
+		return toStatus(s.readIntoSlots(stream, r, info, align))
+	}
+	return toStatus(readInline(stream, r, info, align))
+}
+
+func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, align int) error {
+	grants := make(chan uint32, s.arena.Slots())
+	recvErr := make(chan error, 1)
+	go func() {
+		defer close(grants)
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				if err != io.EOF {
+					recvErr <- err
+				}
+				return
+			}
+			for _, slot := range msg.GetGrant().GetSlots() {
+				grants <- slot
+			}
+		}
+	}()
+	n := chunkLen(s.arena.SlotSize(), align)
+	var off uint64
+	for off < info.Size || info.Size == 0 {
+		slot, ok := <-grants
+		if !ok {
+			select {
+			case err := <-recvErr:
+				return err
+			default:
+				return nil // the host stopped reading
+			}
+		}
+		mem, err := s.arena.Slot(slot)
+		if err != nil {
+			return err
+		}
+		length := uint64(n)
+		if length > info.Size-off {
+			length = info.Size - off
+		}
+		if _, err := io.ReadFull(r, mem[:length]); err != nil {
+			return readErr(info, off, err)
+		}
+		last := off+length == info.Size
+		if err := stream.Send(&pb.Chunk{Offset: off, Length: length, Payload: &pb.Chunk_Slot{Slot: slot}, Last: last}); err != nil {
+			return err
+		}
+		off += length
+		if info.Size == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+func readInline(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, align int) error {
+	n := chunkLen(maxInline, align)
+	buf := make([]byte, n)
+	var off uint64
+	for off < info.Size || info.Size == 0 {
+		length := uint64(n)
+		if length > info.Size-off {
+			length = info.Size - off
+		}
+		if _, err := io.ReadFull(r, buf[:length]); err != nil {
+			return readErr(info, off, err)
+		}
+		last := off+length == info.Size
+		if err := stream.Send(&pb.Chunk{Offset: off, Length: length, Payload: &pb.Chunk_Inline{Inline: buf[:length]}, Last: last}); err != nil {
+			return err
+		}
+		off += length
+		if info.Size == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+func readErr(info *tensor.TensorInfo, off uint64, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return &InputError{Tensor: info.Name, Msg: fmt.Sprintf("data ended after %d of %d bytes", off, info.Size)}
+	}
+	return err
+}
+
+// sinkServer implements the Sink service.
+type sinkServer struct {
+	pb.UnimplementedSinkServer
+	*server
+}
+
+func (s sinkServer) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
+	st, ok := s.impl.Sink(req.Component)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("plugin %s has no sink %q", s.impl.Name, req.Component))
+	}
+	sk, err := st.Open(ctx, Config{JSON: req.ConfigJson})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	id := s.next.Add(1)
+	s.mu.Lock()
+	s.sinks[id] = sk
+	s.mu.Unlock()
+	return &pb.OpenResponse{Session: id}, nil
+}
+
+func (s sinkServer) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResponse, error) {
+	sk, err := s.sink(req.Session)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := ManifestFromProto(req.Manifest)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	p, err := sk.Plan(ctx, m)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return planToProto(p), nil
+}
+
+func (s sinkServer) Begin(ctx context.Context, req *pb.BeginRequest) (*pb.Empty, error) {
+	sk, err := s.sink(req.Session)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	m, err := ManifestFromProto(req.Manifest)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.Empty{}, toStatus(sk.Begin(ctx, m, BeginOptions{SigningKey: req.SigningKey, SigningKeyID: req.SigningKeyId}))
+}
+
+func (s sinkServer) Commit(ctx context.Context, req *pb.SessionRequest) (*pb.CommitResponse, error) {
+	sk, err := s.sink(req.Session)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	arts, err := sk.Commit(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &pb.CommitResponse{}
+	for _, a := range arts {
+		out.Artifacts = append(out.Artifacts, &pb.Artifact{Path: a.Path, Size: a.Size, Sha256: a.SHA256})
+	}
+	return out, nil
+}
+
+func (s sinkServer) Abort(ctx context.Context, req *pb.SessionRequest) (*pb.Empty, error) {
+	sk, err := s.sink(req.Session)
+	if err != nil {
+		return &pb.Empty{}, nil
+	}
+	return &pb.Empty{}, toStatus(sk.Abort(ctx))
+}
+
+func (s sinkServer) Write(stream pb.Sink_WriteServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return toStatus(fmt.Errorf("write stream must begin with a start message"))
+	}
+	sk, err := s.sink(start.Session)
+	if err != nil {
+		return toStatus(err)
+	}
+	var sendMu sync.Mutex
+	send := func(a *pb.WriteAck) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(a)
+	}
+	if f := start.File; f != nil {
+		if f.Length != start.Size {
+			return toStatus(fmt.Errorf("tensor %q: file reference of %d bytes for a tensor of %d", start.Tensor, f.Length, start.Size))
+		}
+		if err := checkFileRef(f); err != nil {
+			return toStatus(err)
+		}
+		data := FileData(tensor.FileRef{Path: f.Path, Offset: f.Offset, Length: f.Length})
+		if err := sk.Write(ctx, start.Tensor, data); err != nil {
+			return toStatus(err)
+		}
+		return send(&pb.WriteAck{Done: true})
+	}
+	cr := &streamChunks{stream: stream, arena: s.arena, send: send}
+	data := NewChunkData(ctx, start.Size, cr, nil)
+	werr := sk.Write(ctx, start.Tensor, data)
+	data.Close()
+	if werr != nil {
+		return toStatus(werr)
+	}
+	if data.Consumed() != start.Size {
+		return toStatus(fmt.Errorf("sink %s consumed %d of the %d bytes of tensor %q", s.impl.Name, data.Consumed(), start.Size, start.Tensor))
+	}
+	return send(&pb.WriteAck{Done: true})
+}
+
+// checkFileRef verifies that a file reference lies within its file.
+func checkFileRef(f *pb.FileRef) error {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return fmt.Errorf("file reference: %w", err)
+	}
+	end, ok := addU64(f.Offset, f.Length)
+	if !ok || end > uint64(st.Size()) {
+		return fmt.Errorf("file reference [%d, +%d) lies past the end of %s (%d bytes)", f.Offset, f.Length, f.Path, st.Size())
+	}
+	return nil
+}
+
+func addU64(a, b uint64) (uint64, bool) {
+	s := a + b
+	return s, s >= a
+}
+
+// streamChunks reads a Write stream's chunks as a ChunkReader; releasing an
+// arena chunk acknowledges its slot to the host.
+type streamChunks struct {
+	stream pb.Sink_WriteServer
+	arena  *Arena
+	send   func(*pb.WriteAck) error
+	off    uint64
+	done   bool
+}
+
+func (s *streamChunks) NextChunk(ctx context.Context) (*Chunk, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	msg, err := s.stream.Recv()
+	if err == io.EOF {
+		s.done = true
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := msg.GetChunk()
+	if c == nil {
+		return nil, fmt.Errorf("write stream: expected a chunk")
+	}
+	if c.Offset != s.off {
+		return nil, fmt.Errorf("write stream: chunk at offset %d, expected %d", c.Offset, s.off)
+	}
+	s.off += c.Length
+	if c.Last {
+		s.done = true
+	}
+	switch p := c.Payload.(type) {
+	case *pb.Chunk_Inline:
+		if uint64(len(p.Inline)) != c.Length {
+			return nil, fmt.Errorf("write stream: inline chunk holds %d bytes, says %d", len(p.Inline), c.Length)
+		}
+		return NewChunk(p.Inline, c.Offset, nil), nil
+	case *pb.Chunk_Slot:
+		if s.arena == nil {
+			return nil, fmt.Errorf("write stream: arena chunk but no arena was mapped")
+		}
+		mem, err := s.arena.Slot(p.Slot)
+		if err != nil {
+			return nil, err
+		}
+		if c.Length > uint64(len(mem)) {
+			return nil, fmt.Errorf("write stream: chunk of %d bytes in a slot of %d", c.Length, len(mem))
+		}
+		slot := p.Slot
+		return NewChunk(mem[:c.Length], c.Offset, func() { s.send(&pb.WriteAck{Slot: slot, HasSlot: true}) }), nil
+	}
+	return nil, fmt.Errorf("write stream: chunk without payload")
+}
+
+func (s *streamChunks) Close() error { return nil }
