@@ -222,6 +222,11 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 		if strings.HasPrefix(k, tensor.MetaHFPrefix) || IsSplitKey(k) {
 			return true
 		}
+		if conv != nil && !strings.Contains(k, ".") {
+			// Plain safetensors __metadata__ entries (format = "pt") are
+			// not model metadata; GGUF keys are namespaced.
+			return true
+		}
 		if _, dup := md.Get(k); !dup {
 			md.Set(k, v)
 		}
