@@ -1,0 +1,721 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// ggml's K-quants: super-blocks of 256 elements. Layouts (little-endian):
+//
+//	q2_K  84 B: scales[16] (low nibble scale, high nibble min) | qs[64] | d f16 | dmin f16
+//	q3_K 110 B: hmask[32] | qs[64] | scales[12] (16 × 6 bits) | d f16
+//	q4_K 144 B: d f16 | dmin f16 | scales[12] (8 scales + 8 mins, 6 bits) | qs[128]
+//	q5_K 176 B: d f16 | dmin f16 | scales[12] | qh[32] | qs[128]
+//	q6_K 210 B: ql[128] | qh[64] | scales[16] int8 | d f16
+//	q8_K 292 B: d f32 | qs[256] int8 | bsums[16] int16   (decode only)
+
+func init() {
+	register(tensor.Q2_K, &format{blockSize: 256, blockBytes: 84, decode: decodeQ2_K, encode: encodeQ2_K})
+	register(tensor.Q3_K, &format{blockSize: 256, blockBytes: 110, decode: decodeQ3_K, encode: encodeQ3_K})
+	register(tensor.Q4_K, &format{blockSize: 256, blockBytes: 144, decode: decodeQ4_K, encode: encodeQ4_K})
+	register(tensor.Q5_K, &format{blockSize: 256, blockBytes: 176, decode: decodeQ5_K, encode: encodeQ5_K})
+	register(tensor.Q6_K, &format{blockSize: 256, blockBytes: 210, decode: decodeQ6_K, encode: encodeQ6_K})
+	register(tensor.Q8_K, &format{blockSize: 256, blockBytes: 292, decode: decodeQ8_K})
+}
+
+// groupMaxEps is ggml's GROUP_MAX_EPS: groups below it are treated as zero.
+const groupMaxEps = 1e-15
+
+func clampI32(v, lo, hi int32) int32 {
+	return max(lo, min(hi, v))
+}
+
+// makeQKX2 is ggml's make_qkx2_quants: it searches nstep+1 candidate scales
+// for the (scale, min) pair with the smallest weighted error, writing the
+// levels to L (Laux is scratch of the same length). It returns the scale and
+// the negated min.
+func makeQKX2(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
+	n := len(x)
+	weights, L, Laux = weights[:n], L[:n], Laux[:n]
+	mn, mx := x[0], x[0]
+	sumW := weights[0]
+	sumX := float32(sumW * x[0])
+	for i := 1; i < n; i++ {
+		if x[i] < mn {
+			mn = x[i]
+		}
+		if x[i] > mx {
+			mx = x[i]
+		}
+		w := weights[i]
+		sumW += w
+		sumX += float32(w * x[i])
+	}
+	if mn > 0 {
+		mn = 0
+	}
+	if mx == mn {
+		clear(L)
+		return 0, -mn
+	}
+	fnmax := float32(nmax)
+	iscale := fnmax / (mx - mn)
+	scale = 1 / iscale
+	var bestError float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
+		L[i] = uint8(l)
+		diff := float32(float32(scale*float32(l))+mn) - v
+		if useMad {
+			diff = fabs(diff)
+		} else {
+			diff = float32(diff * diff)
+		}
+		bestError += float32(weights[i] * diff)
+	}
+	for is := 0; is <= nstep; is++ {
+		iscale = float32(rmin+float32(rdelta*float32(is))) + fnmax
+		iscale /= mx - mn
+		var sumL, sumL2, sumXL float32
+		for i, v := range x {
+			l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
+			Laux[i] = uint8(l)
+			fl := float32(l)
+			wl := float32(weights[i] * fl)
+			sumL += wl
+			sumL2 += float32(wl * fl)
+			sumXL += float32(wl * v)
+		}
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
+		if D > 0 {
+			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
+			if thisMin > 0 {
+				thisMin = 0
+				thisScale = sumXL / sumL2
+			}
+			var curError float32
+			for i, v := range x {
+				diff := float32(float32(thisScale*float32(Laux[i]))+thisMin) - v
+				if useMad {
+					diff = fabs(diff)
+				} else {
+					diff = float32(diff * diff)
+				}
+				curError += float32(weights[i] * diff)
+			}
+			if curError < bestError {
+				copy(L, Laux)
+				bestError = curError
+				scale = thisScale
+				mn = thisMin
+			}
+		}
+	}
+	return scale, -mn
+}
+
+// makeQXQuants is ggml's make_qx_quants with rmse_type 1 and no importance
+// weights (w = x²): it tries 19 scales around -nmax/max and keeps the one
+// with the best weighted fit. Levels go to L, offset by nmax.
+func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
+	L = L[:len(x)]
+	var mx, amax float32
+	for _, v := range x {
+		if ax := fabs(v); ax > amax {
+			amax, mx = ax, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	fnmax := float32(nmax)
+	iscale := float32(-nmax) / mx
+	var sumlx, suml2 float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+		L[i] = int8(l + nmax)
+		fl := float32(l)
+		w := float32(v * v)
+		sumlx += float32(float32(w*v) * fl)
+		suml2 += float32(float32(w*fl) * fl)
+	}
+	var scale float32
+	if suml2 != 0 {
+		scale = sumlx / suml2
+	}
+	best := float32(scale * sumlx)
+	for is := int32(-9); is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(fnmax + float32(0.1*float32(is))) / mx
+		sumlx, suml2 = 0, 0
+		for _, v := range x {
+			l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+			fl := float32(l)
+			w := float32(v * v)
+			sumlx += float32(float32(w*v) * fl)
+			suml2 += float32(float32(w*fl) * fl)
+		}
+		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
+			for i, v := range x {
+				l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+				L[i] = int8(nmax + l)
+			}
+			scale = sumlx / suml2
+			best = float32(scale * sumlx)
+		}
+	}
+	return scale
+}
+
+// makeQ3Quants is ggml's make_q3_quants with do_rmse: a greedy per-element
+// refinement of the levels, up to 5 rounds. Levels go to L, offset by nmax.
+func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
+	L = L[:len(x)]
+	var mx, amax float32
+	for _, v := range x {
+		if ax := fabs(v); ax > amax {
+			amax, mx = ax, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	iscale := float32(-nmax) / mx
+	var sumlx, suml2 float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+		L[i] = int8(l)
+		fl := float32(l)
+		w := float32(v * v)
+		sumlx += float32(float32(w*v) * fl)
+		suml2 += float32(float32(w*fl) * fl)
+	}
+	for itry := 0; itry < 5; itry++ {
+		changed := false
+		for i, v := range x {
+			w := float32(v * v)
+			li := float32(L[i])
+			slx := sumlx - float32(float32(w*v)*li)
+			if slx > 0 {
+				sl2 := suml2 - float32(float32(w*li)*li)
+				newL := clampI32(nearestInt(float32(v*sl2)/slx), -nmax, nmax-1)
+				if newL != int32(L[i]) {
+					fl := float32(newL)
+					slx += float32(float32(w*v) * fl)
+					sl2 += float32(float32(w*fl) * fl)
+					if sl2 > 0 && float32(float32(slx*slx)*suml2) > float32(float32(sumlx*sumlx)*sl2) {
+						L[i] = int8(newL)
+						sumlx, suml2 = slx, sl2
+						changed = true
+					}
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	for i := range L {
+		L[i] += int8(nmax)
+	}
+	if suml2 > 0 {
+		return sumlx / suml2
+	}
+	return 0
+}
+
+// getScaleMinK4 unpacks the 6-bit scale and min of sub-block j from the
+// 12-byte scales field of q4_K and q5_K.
+func getScaleMinK4(j int, q []byte) (d, m uint8) {
+	q = q[:12]
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
+}
+
+// ---- q2_K ----
+
+func encodeQ2_K(dst []byte, src []float32) {
+	var L [256]uint8
+	var Laux [16]uint8
+	var weights [16]float32
+	var mins, scales [16]float32
+	const q4scale = 15
+	for len(src) >= 256 && len(dst) >= 84 {
+		x := src[:256]
+		y := dst[:84]
+		var maxScale, maxMin float32
+		for j := range 16 {
+			xs := x[16*j : 16*j+16]
+			for l, v := range xs {
+				weights[l] = fabs(v)
+			}
+			scales[j], mins[j] = makeQKX2(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
+			if scales[j] > maxScale {
+				maxScale = scales[j]
+			}
+			if mins[j] > maxMin {
+				maxMin = mins[j]
+			}
+		}
+		sc := y[:16]
+		if maxScale > 0 {
+			iscale := q4scale / maxScale
+			for j := range 16 {
+				sc[j] = uint8(nearestInt(float32(iscale * scales[j])))
+			}
+			putF16(y[80:], maxScale/q4scale)
+		} else {
+			clear(sc)
+			putF16(y[80:], 0)
+		}
+		if maxMin > 0 {
+			iscale := q4scale / maxMin
+			for j := range 16 {
+				sc[j] |= uint8(nearestInt(float32(iscale*mins[j])) << 4)
+			}
+			putF16(y[82:], maxMin/q4scale)
+		} else {
+			putF16(y[82:], 0)
+		}
+		dAll, dMin := getF16(y[80:]), getF16(y[82:])
+		for j := range 16 {
+			d := float32(dAll * float32(sc[j]&0xf))
+			if d == 0 {
+				continue
+			}
+			dm := float32(dMin * float32(sc[j]>>4))
+			for ii, v := range x[16*j : 16*j+16] {
+				L[16*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 3))
+			}
+		}
+		qs := y[16:80]
+		for j := 0; j < 256; j += 128 {
+			for l := range 32 {
+				qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
+			}
+		}
+		src, dst = src[256:], dst[84:]
+	}
+}
+
+func decodeQ2_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 84 {
+		b := src[:84]
+		y := dst[:256]
+		d, mn := getF16(b[80:]), getF16(b[82:])
+		sc := b[:16]
+		qs := b[16:80]
+		k := 0
+		for n := 0; n < 2; n++ {
+			q := qs[32*n : 32*n+32]
+			for shift := uint(0); shift < 8; shift += 2 {
+				for half := 0; half < 2; half++ {
+					s := sc[k/16]
+					dl := float32(d * float32(s&0xf))
+					ml := float32(mn * float32(s>>4))
+					for l := range 16 {
+						y[k] = float32(dl*float32((q[16*half+l]>>shift)&3)) - ml
+						k++
+					}
+				}
+			}
+		}
+		dst, src = dst[256:], src[84:]
+	}
+}
+
+// ---- q3_K ----
+
+func encodeQ3_K(dst []byte, src []float32) {
+	var L [256]int8
+	var scales [16]float32
+	for len(src) >= 256 && len(dst) >= 110 {
+		x := src[:256]
+		y := dst[:110]
+		var maxScale, amax float32
+		for j := range 16 {
+			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+			if s := fabs(scales[j]); s > amax {
+				amax, maxScale = s, scales[j]
+			}
+		}
+		sc := y[96:108]
+		clear(sc)
+		if maxScale != 0 {
+			iscale := -32 / maxScale
+			for j := range 16 {
+				l := int8(nearestInt(float32(iscale * scales[j])))
+				l = int8(clampI32(int32(l), -32, 31) + 32)
+				if j < 8 {
+					sc[j] = uint8(l) & 0xf
+				} else {
+					sc[j-8] |= (uint8(l) & 0xf) << 4
+				}
+				l >>= 4
+				sc[j%4+8] |= uint8(l) << (2 * (j / 4))
+			}
+			putF16(y[108:], 1/iscale)
+		} else {
+			putF16(y[108:], 0)
+		}
+		dAll := getF16(y[108:])
+		for j := range 16 {
+			d := float32(dAll * float32(q3Scale(sc, j)))
+			if d == 0 {
+				continue
+			}
+			for ii, v := range x[16*j : 16*j+16] {
+				L[16*j+ii] = int8(clampI32(nearestInt(v/d), -4, 3) + 4)
+			}
+		}
+		hmask := y[:32]
+		clear(hmask)
+		m, hm := 0, uint8(1)
+		for j := range L {
+			if L[j] > 3 {
+				hmask[m] |= hm
+				L[j] -= 4
+			}
+			if m++; m == 32 {
+				m, hm = 0, hm<<1
+			}
+		}
+		qs := y[32:96]
+		for j := 0; j < 256; j += 128 {
+			for l := range 32 {
+				qs[j/4+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<2 | uint8(L[j+l+64])<<4 | uint8(L[j+l+96])<<6
+			}
+		}
+		src, dst = src[256:], dst[110:]
+	}
+}
+
+// q3Scale unpacks the signed 6-bit scale of sub-block j (0..15) from the
+// 12-byte scales field of q3_K: low nibbles in bytes 0..7, high 2-bit pairs
+// in bytes 8..11.
+func q3Scale(sc []byte, j int) int8 {
+	sc = sc[:12]
+	var lo uint8
+	if j < 8 {
+		lo = sc[j] & 0xf
+	} else {
+		lo = sc[j-8] >> 4
+	}
+	hi := (sc[8+j%4] >> (2 * (j / 4))) & 3
+	return int8(lo|hi<<4) - 32
+}
+
+func decodeQ3_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 110 {
+		b := src[:110]
+		y := dst[:256]
+		dAll := getF16(b[108:])
+		hmask := b[:32]
+		qs := b[32:96]
+		sc := b[96:108]
+		k, is := 0, 0
+		m := uint8(1)
+		for n := 0; n < 2; n++ {
+			q := qs[32*n : 32*n+32]
+			for shift := uint(0); shift < 8; shift += 2 {
+				for half := 0; half < 2; half++ {
+					dl := float32(dAll * float32(q3Scale(sc, is)))
+					is++
+					for l := range 16 {
+						v := int32((q[16*half+l] >> shift) & 3)
+						if hmask[16*half+l]&m == 0 {
+							v -= 4
+						}
+						y[k] = float32(dl * float32(v))
+						k++
+					}
+				}
+				m <<= 1
+			}
+		}
+		dst, src = dst[256:], src[110:]
+	}
+}
+
+// ---- q4_K and q5_K ----
+
+// quantizeK4Scales is the common first half of q4_K and q5_K: the per-32
+// (scale, min) search, the 6-bit packing of scales and mins into sc (12 bytes),
+// and d, dmin. It leaves the levels of the search in L and returns the
+// fp16-rounded d and dmin.
+func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
+	var Laux [32]uint8
+	var weights [32]float32
+	var mins, scales [8]float32
+	var maxScale, maxMin float32
+	for j := range 8 {
+		xs := x[32*j : 32*j+32]
+		var sumX2 float32
+		for _, v := range xs {
+			sumX2 += float32(v * v)
+		}
+		avX := sqrtf(sumX2 / 32)
+		for l, v := range xs {
+			weights[l] = avX + fabs(v)
+		}
+		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
+		if scales[j] > maxScale {
+			maxScale = scales[j]
+		}
+		if mins[j] > maxMin {
+			maxMin = mins[j]
+		}
+	}
+	var invScale, invMin float32
+	if maxScale > 0 {
+		invScale = 63 / maxScale
+	}
+	if maxMin > 0 {
+		invMin = 63 / maxMin
+	}
+	sc := y[4:16]
+	for j := range 8 {
+		ls := min(63, uint8(nearestInt(float32(invScale*scales[j]))))
+		lm := min(63, uint8(nearestInt(float32(invMin*mins[j]))))
+		if j < 4 {
+			sc[j] = ls
+			sc[j+4] = lm
+		} else {
+			sc[j+4] = ls&0xf | (lm&0xf)<<4
+			sc[j-4] |= (ls >> 4) << 6
+			sc[j] |= (lm >> 4) << 6
+		}
+	}
+	putF16(y, maxScale/63)
+	putF16(y[2:], maxMin/63)
+	return getF16(y), getF16(y[2:])
+}
+
+func encodeQ4_K(dst []byte, src []float32) {
+	var L [256]uint8
+	for len(src) >= 256 && len(dst) >= 144 {
+		x := src[:256]
+		y := dst[:144]
+		dAll, dMin := quantizeK4Scales(x, 15, -1, 20, &L, y)
+		for j := range 8 {
+			s, m := getScaleMinK4(j, y[4:16])
+			d := float32(dAll * float32(s))
+			if d == 0 {
+				continue
+			}
+			dm := float32(dMin * float32(m))
+			for ii, v := range x[32*j : 32*j+32] {
+				L[32*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 15))
+			}
+		}
+		qs := y[16:144]
+		for j := 0; j < 256; j += 64 {
+			q := qs[j/2 : j/2+32]
+			for l := range q {
+				q[l] = L[j+l] | L[j+l+32]<<4
+			}
+		}
+		src, dst = src[256:], dst[144:]
+	}
+}
+
+func decodeQ4_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 144 {
+		b := src[:144]
+		y := dst[:256]
+		d, mn := getF16(b), getF16(b[2:])
+		sc := b[4:16]
+		qs := b[16:144]
+		for j := range 4 {
+			s1, m1 := getScaleMinK4(2*j, sc)
+			s2, m2 := getScaleMinK4(2*j+1, sc)
+			d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
+			d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
+			q := qs[32*j : 32*j+32]
+			out := y[64*j : 64*j+64]
+			for l, v := range q {
+				out[l] = float32(d1*float32(v&0xf)) - mm1
+				out[l+32] = float32(d2*float32(v>>4)) - mm2
+			}
+		}
+		dst, src = dst[256:], src[144:]
+	}
+}
+
+func encodeQ5_K(dst []byte, src []float32) {
+	var L [256]uint8
+	for len(src) >= 256 && len(dst) >= 176 {
+		x := src[:256]
+		y := dst[:176]
+		dAll, dMin := quantizeK4Scales(x, 31, -0.5, 15, &L, y)
+		for j := range 8 {
+			s, m := getScaleMinK4(j, y[4:16])
+			d := float32(dAll * float32(s))
+			if d == 0 {
+				continue
+			}
+			dm := float32(dMin * float32(m))
+			for ii, v := range x[32*j : 32*j+32] {
+				L[32*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 31))
+			}
+		}
+		qh := y[16:48]
+		clear(qh)
+		ql := y[48:176]
+		m1, m2 := uint8(1), uint8(2)
+		for n := 0; n < 256; n += 64 {
+			q := ql[n/2 : n/2+32]
+			for j := range 32 {
+				l1, l2 := L[n+j], L[n+j+32]
+				if l1 > 15 {
+					l1 -= 16
+					qh[j] |= m1
+				}
+				if l2 > 15 {
+					l2 -= 16
+					qh[j] |= m2
+				}
+				q[j] = l1 | l2<<4
+			}
+			m1 <<= 2
+			m2 <<= 2
+		}
+		src, dst = src[256:], dst[176:]
+	}
+}
+
+func decodeQ5_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 176 {
+		b := src[:176]
+		y := dst[:256]
+		d, mn := getF16(b), getF16(b[2:])
+		sc := b[4:16]
+		qh := b[16:48]
+		ql := b[48:176]
+		u1, u2 := uint8(1), uint8(2)
+		for j := range 4 {
+			s1, m1 := getScaleMinK4(2*j, sc)
+			s2, m2 := getScaleMinK4(2*j+1, sc)
+			d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
+			d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
+			q := ql[32*j : 32*j+32]
+			out := y[64*j : 64*j+64]
+			for l, v := range q {
+				lo, hi := v&0xf, v>>4
+				if qh[l]&u1 != 0 {
+					lo += 16
+				}
+				if qh[l]&u2 != 0 {
+					hi += 16
+				}
+				out[l] = float32(d1*float32(lo)) - mm1
+				out[l+32] = float32(d2*float32(hi)) - mm2
+			}
+			u1 <<= 2
+			u2 <<= 2
+		}
+		dst, src = dst[256:], src[176:]
+	}
+}
+
+// ---- q6_K ----
+
+func encodeQ6_K(dst []byte, src []float32) {
+	var L [256]int8
+	var scales [16]float32
+	for len(src) >= 256 && len(dst) >= 210 {
+		x := src[:256]
+		y := dst[:210]
+		var maxScale, maxAbsScale float32
+		for ib := range 16 {
+			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			scales[ib] = s
+			if a := fabs(s); a > maxAbsScale {
+				maxAbsScale, maxScale = a, s
+			}
+		}
+		if maxAbsScale < groupMaxEps {
+			clear(y)
+			src, dst = src[256:], dst[210:]
+			continue
+		}
+		iscale := -128 / maxScale
+		putF16(y[208:], 1/iscale)
+		sc := y[192:208]
+		for ib := range 16 {
+			sc[ib] = uint8(min(127, nearestInt(float32(iscale*scales[ib]))))
+		}
+		dAll := getF16(y[208:])
+		for j := range 16 {
+			d := float32(dAll * float32(int8(sc[j])))
+			if d == 0 {
+				continue
+			}
+			for ii, v := range x[16*j : 16*j+16] {
+				L[16*j+ii] = int8(clampI32(nearestInt(v/d), -32, 31) + 32)
+			}
+		}
+		ql := y[:128]
+		qh := y[128:192]
+		for j := 0; j < 256; j += 128 {
+			lq := ql[j/2 : j/2+64]
+			hq := qh[j/4 : j/4+32]
+			for l := range 32 {
+				a, b, c, e := uint8(L[j+l]), uint8(L[j+l+32]), uint8(L[j+l+64]), uint8(L[j+l+96])
+				lq[l] = a&0xf | (c&0xf)<<4
+				lq[l+32] = b&0xf | (e&0xf)<<4
+				hq[l] = a>>4 | (b>>4)<<2 | (c>>4)<<4 | (e>>4)<<6
+			}
+		}
+		src, dst = src[256:], dst[210:]
+	}
+}
+
+func decodeQ6_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 210 {
+		b := src[:210]
+		y := dst[:256]
+		d := getF16(b[208:])
+		for n := 0; n < 2; n++ {
+			ql := b[64*n : 64*n+64]
+			qh := b[128+32*n : 128+32*n+32]
+			sc := b[192+8*n : 192+8*n+8]
+			out := y[128*n : 128*n+128]
+			for l := range 32 {
+				is := l / 16
+				q1 := int8(ql[l]&0xf|(qh[l]&3)<<4) - 32
+				q2 := int8(ql[l+32]&0xf|((qh[l]>>2)&3)<<4) - 32
+				q3 := int8(ql[l]>>4|((qh[l]>>4)&3)<<4) - 32
+				q4 := int8(ql[l+32]>>4|((qh[l]>>6)&3)<<4) - 32
+				out[l] = float32(d*float32(int8(sc[is]))) * float32(q1)
+				out[l+32] = float32(d*float32(int8(sc[is+2]))) * float32(q2)
+				out[l+64] = float32(d*float32(int8(sc[is+4]))) * float32(q3)
+				out[l+96] = float32(d*float32(int8(sc[is+6]))) * float32(q4)
+			}
+		}
+		dst, src = dst[256:], src[210:]
+	}
+}
+
+// ---- q8_K (decode only) ----
+
+func decodeQ8_K(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 292 {
+		d := math.Float32frombits(binary.LittleEndian.Uint32(src))
+		q := src[4:260]
+		y := dst[:256]
+		for j := range y {
+			y[j] = d * float32(int8(q[j]))
+		}
+		dst, src = dst[256:], src[292:]
+	}
+}

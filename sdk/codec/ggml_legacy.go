@@ -1,0 +1,285 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// ggml's original 32-element block types: q8_0, q4_0, q4_1, q5_0, q5_1 (and
+// q8_1, decode only). Layouts (little-endian):
+//
+//	q8_0  34 B: d f16 | qs[32] int8
+//	q4_0  18 B: d f16 | qs[16]           element j low nibble, j+16 high nibble
+//	q4_1  20 B: d f16 | m f16 | qs[16]
+//	q5_0  22 B: d f16 | qh u32 | qs[16]  bit j of qh is bit 4 of element j
+//	q5_1  24 B: d f16 | m f16 | qh u32 | qs[16]
+//	q8_1  36 B: d f16 | s f16 | qs[32] int8   (s = d·Σq, not needed to decode)
+
+func init() {
+	register(tensor.Q8_0, &format{blockSize: 32, blockBytes: 34, decode: decodeQ8_0, encode: encodeQ8_0})
+	register(tensor.Q4_0, &format{blockSize: 32, blockBytes: 18, decode: decodeQ4_0, encode: encodeQ4_0})
+	register(tensor.Q4_1, &format{blockSize: 32, blockBytes: 20, decode: decodeQ4_1, encode: encodeQ4_1})
+	register(tensor.Q5_0, &format{blockSize: 32, blockBytes: 22, decode: decodeQ5_0, encode: encodeQ5_0})
+	register(tensor.Q5_1, &format{blockSize: 32, blockBytes: 24, decode: decodeQ5_1, encode: encodeQ5_1})
+	register(tensor.Q8_1, &format{blockSize: 32, blockBytes: 36, decode: decodeQ8_1})
+}
+
+// ---- q8_0 ----
+
+func encodeQ8_0(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 34 {
+		x := src[:32]
+		y := dst[:34]
+		m, finite := finiteAbsMax(x)
+		amax := math.Float32frombits(m)
+		if !finite {
+			amax = maxAbsMacro(x)
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		q := y[2:34]
+		if finite && id <= 3.4e38 {
+			// |x·id| ≤ 127(1+ε): no conversion can go out of range.
+			for j, v := range x {
+				f := float32(v * id)
+				t := int32(f)
+				r := f - float32(t)
+				q[j] = byte(int8(t + int32(r+r)))
+			}
+		} else {
+			for j, v := range x {
+				q[j] = byte(int8(roundf(float32(v * id))))
+			}
+		}
+		src, dst = src[32:], dst[34:]
+	}
+}
+
+func decodeQ8_0(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 34 {
+		d := getF16(src)
+		q := src[2:34]
+		y := dst[:32]
+		for j := range y {
+			y[j] = float32(int8(q[j])) * d
+		}
+		dst, src = dst[32:], src[34:]
+	}
+}
+
+func decodeQ8_1(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 36 {
+		d := getF16(src)
+		q := src[4:36]
+		y := dst[:32]
+		for j := range y {
+			y[j] = float32(int8(q[j])) * d
+		}
+		dst, src = dst[32:], src[36:]
+	}
+}
+
+// ---- q4_0 ----
+
+func encodeQ4_0(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 18 {
+		x := src[:32]
+		y := dst[:18]
+		var amax, max float32
+		m, finite := finiteAbsMax(x)
+		if finite {
+			amax = math.Float32frombits(m)
+			for _, v := range x { // the first element of largest magnitude
+				if math.Float32bits(v)&0x7fffffff == m {
+					max = v
+					break
+				}
+			}
+		} else {
+			amax, max = argMaxAbs(x)
+		}
+		_ = amax
+		d := max / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		q := y[2:18]
+		if finite && fabs(id) <= 3.4e38 {
+			for j := range 16 {
+				a := int32(float32(x[j]*id) + 8.5)
+				b := int32(float32(x[j+16]*id) + 8.5)
+				q[j] = byte(min(15, a)) | byte(min(15, b))<<4
+			}
+		} else {
+			for j := range 16 {
+				a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
+				b := int32(int8(cvtt(float32(x[j+16]*id) + 8.5)))
+				q[j] = byte(min(15, a)) | byte(min(15, b))<<4
+			}
+		}
+		src, dst = src[32:], dst[18:]
+	}
+}
+
+func decodeQ4_0(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 18 {
+		d := getF16(src)
+		q := src[2:18]
+		y := dst[:32]
+		for j := range 16 {
+			y[j] = float32(int32(q[j]&0xf)-8) * d
+			y[j+16] = float32(int32(q[j]>>4)-8) * d
+		}
+		dst, src = dst[32:], src[18:]
+	}
+}
+
+// ---- q4_1 ----
+
+// minMax is `if (v < min) min = v; if (v > max) max = v;` from ±FLT_MAX.
+func minMax(x []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, v := range x {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+func encodeQ4_1(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 20 {
+		x := src[:32]
+		y := dst[:20]
+		lo, hi := minMax(x)
+		d := (hi - lo) / 15
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		putF16(y[2:], lo)
+		q := y[4:20]
+		for j := range 16 {
+			a := int32(int8(cvtt(float32((x[j]-lo)*id) + 0.5)))
+			b := int32(int8(cvtt(float32((x[j+16]-lo)*id) + 0.5)))
+			q[j] = byte(min(15, a)) | byte(min(15, b))<<4
+		}
+		src, dst = src[32:], dst[20:]
+	}
+}
+
+func decodeQ4_1(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 20 {
+		d := getF16(src)
+		m := getF16(src[2:])
+		q := src[4:20]
+		y := dst[:32]
+		for j := range 16 {
+			y[j] = float32(float32(q[j]&0xf)*d) + m
+			y[j+16] = float32(float32(q[j]>>4)*d) + m
+		}
+		dst, src = dst[32:], src[20:]
+	}
+}
+
+// ---- q5_0 ----
+
+func encodeQ5_0(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 22 {
+		x := src[:32]
+		y := dst[:22]
+		_, max := argMaxAbs(x)
+		d := max / -16
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		var qh uint32
+		q := y[6:22]
+		for j := range 16 {
+			a := int32(int8(cvtt(float32(x[j]*id) + 16.5)))
+			b := int32(int8(cvtt(float32(x[j+16]*id) + 16.5)))
+			a0, b0 := uint32(byte(min(31, a))), uint32(byte(min(31, b)))
+			q[j] = byte(a0&0xf | (b0&0xf)<<4)
+			qh |= (a0 & 0x10) >> 4 << j
+			qh |= (b0 & 0x10) >> 4 << (j + 16)
+		}
+		binary.LittleEndian.PutUint32(y[2:], qh)
+		src, dst = src[32:], dst[22:]
+	}
+}
+
+func decodeQ5_0(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 22 {
+		d := getF16(src)
+		qh := binary.LittleEndian.Uint32(src[2:])
+		q := src[6:22]
+		y := dst[:32]
+		for j := range 16 {
+			h0 := (qh >> j << 4) & 0x10
+			h1 := (qh >> (j + 12)) & 0x10
+			y[j] = float32(int32(uint32(q[j]&0xf)|h0)-16) * d
+			y[j+16] = float32(int32(uint32(q[j]>>4)|h1)-16) * d
+		}
+		dst, src = dst[32:], src[22:]
+	}
+}
+
+// ---- q5_1 ----
+
+func encodeQ5_1(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 24 {
+		x := src[:32]
+		y := dst[:24]
+		lo, hi := minMax(x)
+		d := (hi - lo) / 31
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		putF16(y[2:], lo)
+		var qh uint32
+		q := y[8:24]
+		for j := range 16 {
+			// (uint8_t) cast of the float: no clamp in q5_1.
+			a := uint32(byte(cvtt(float32((x[j]-lo)*id) + 0.5)))
+			b := uint32(byte(cvtt(float32((x[j+16]-lo)*id) + 0.5)))
+			q[j] = byte(a&0xf | (b&0xf)<<4)
+			qh |= (a & 0x10) >> 4 << j
+			qh |= (b & 0x10) >> 4 << (j + 16)
+		}
+		binary.LittleEndian.PutUint32(y[4:], qh)
+		src, dst = src[32:], dst[24:]
+	}
+}
+
+func decodeQ5_1(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 24 {
+		d := getF16(src)
+		m := getF16(src[2:])
+		qh := binary.LittleEndian.Uint32(src[4:])
+		q := src[8:24]
+		y := dst[:32]
+		for j := range 16 {
+			h0 := (qh >> j << 4) & 0x10
+			h1 := (qh >> (j + 12)) & 0x10
+			y[j] = float32(float32(uint32(q[j]&0xf)|h0)*d) + m
+			y[j+16] = float32(float32(uint32(q[j]>>4)|h1)*d) + m
+		}
+		dst, src = dst[32:], src[24:]
+	}
+}

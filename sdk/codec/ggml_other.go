@@ -1,0 +1,408 @@
+package codec
+
+import (
+	"math"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// ggml's ternary types (tq1_0, tq2_0), MXFP4 and the non-linear 4-bit types
+// (iq4_nl, iq4_xs). Layouts (little-endian):
+//
+//	tq1_0   54 B: qs[48] (5 trits per byte) | qh[4] (4 trits per byte) | d f16
+//	tq2_0   66 B: qs[64] (4 × 2 bits per byte) | d f16
+//	mxfp4   17 B: e (E8M0 exponent) | qs[16] E2M1 codes, j low nibble, j+16 high
+//	iq4_nl  18 B: d f16 | qs[16] indexes into kvaluesIQ4NL, j low, j+16 high
+//	iq4_xs 136 B: d f16 | scales_h u16 | scales_l[4] | qs[128]
+
+func init() {
+	register(tensor.TQ1_0, &format{blockSize: 256, blockBytes: 54, decode: decodeTQ1_0, encode: encodeTQ1_0})
+	register(tensor.TQ2_0, &format{blockSize: 256, blockBytes: 66, decode: decodeTQ2_0, encode: encodeTQ2_0})
+	register(tensor.MXFP4, &format{blockSize: 32, blockBytes: 17, decode: decodeMXFP4, encode: encodeMXFP4})
+	register(tensor.IQ4NL, &format{blockSize: 32, blockBytes: 18, decode: decodeIQ4NL, encode: encodeIQ4NL})
+	register(tensor.IQ4XS, &format{blockSize: 256, blockBytes: 136, decode: decodeIQ4XS, encode: encodeIQ4XS})
+}
+
+// ---- tq1_0 ----
+
+// packTrits packs n trits (each x·id rounded to -1, 0, 1 and offset by 1)
+// most significant first, then scales the base-3 number to a byte by
+// ceiling(q·256/243) so that the decoder can extract trits by multiplying.
+func packTrits(q uint8) uint8 {
+	return uint8((uint16(q)*256 + 242) / 243)
+}
+
+func encodeTQ1_0(dst []byte, src []float32) {
+	for len(src) >= 256 && len(dst) >= 54 {
+		x := src[:256]
+		y := dst[:54]
+		d := maxAbsMacro(x)
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y[52:], d)
+		trit := func(v float32) uint8 { return uint8(lroundf(float32(v*id)) + 1) }
+		// 32 bytes of 5 trits: element m + 32n for n = 0..4.
+		for m := range 32 {
+			var q uint8
+			for n := range 5 {
+				q = q*3 + trit(x[m+32*n])
+			}
+			y[m] = packTrits(q)
+		}
+		// 16 bytes of 5 trits over elements 160..239: m + 16n.
+		for m := range 16 {
+			var q uint8
+			for n := range 5 {
+				q = q*3 + trit(x[160+m+16*n])
+			}
+			y[32+m] = packTrits(q)
+		}
+		// 4 bytes of 4 trits over elements 240..255: j + 4m, then one more
+		// ×3 so the first trit is the most significant of five.
+		for j := range 4 {
+			var q uint8
+			for m := range 4 {
+				q = q*3 + trit(x[240+j+4*m])
+			}
+			y[48+j] = packTrits(q * 3)
+		}
+		src, dst = src[256:], dst[54:]
+	}
+}
+
+var pow3 = [6]uint8{1, 3, 9, 27, 81, 243}
+
+// trit extracts the next trit (0..2) from a byte scaled by packTrits, after
+// multiplying it by 3^n.
+func tritAt(b uint8, n int) float32 {
+	q := b * pow3[n]
+	return float32(int16((uint16(q)*3)>>8) - 1)
+}
+
+func decodeTQ1_0(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 54 {
+		b := src[:54]
+		y := dst[:256]
+		d := getF16(b[52:])
+		k := 0
+		for n := range 5 {
+			for m := range 32 {
+				y[k] = tritAt(b[m], n) * d
+				k++
+			}
+		}
+		for n := range 5 {
+			for m := range 16 {
+				y[k] = tritAt(b[32+m], n) * d
+				k++
+			}
+		}
+		for n := range 4 {
+			for j := range 4 {
+				y[k] = tritAt(b[48+j], n) * d
+				k++
+			}
+		}
+		dst, src = dst[256:], src[54:]
+	}
+}
+
+// ---- tq2_0 ----
+
+func encodeTQ2_0(dst []byte, src []float32) {
+	for len(src) >= 256 && len(dst) >= 66 {
+		x := src[:256]
+		y := dst[:66]
+		d := maxAbsMacro(x)
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y[64:], d)
+		for j := 0; j < 64; j += 32 {
+			xs := x[4*j:]
+			for m := range 32 {
+				var q uint8
+				for n := range 4 {
+					xi := lroundf(float32(xs[m+32*n]*id)) + 1
+					q += uint8(xi&3) << (2 * n)
+				}
+				y[j+m] = q
+			}
+		}
+		src, dst = src[256:], dst[66:]
+	}
+}
+
+func decodeTQ2_0(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 66 {
+		b := src[:66]
+		y := dst[:256]
+		d := getF16(b[64:])
+		k := 0
+		for j := 0; j < 64; j += 32 {
+			for l := uint(0); l < 4; l++ {
+				for m := range 32 {
+					q := int32((b[j+m] >> (2 * l)) & 3)
+					y[k] = float32(q-1) * d
+					k++
+				}
+			}
+		}
+		dst, src = dst[256:], src[66:]
+	}
+}
+
+// ---- mxfp4 ----
+
+// kvaluesMXFP4 are the E2M1 values, doubled (ggml's kvalues_mxfp4).
+var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+// e8m0Half is ggml's GGML_E8M0_TO_FP32_HALF: 2^(e-128) as float32 bits,
+// with the two smallest exponents as subnormals.
+func e8m0Half(e uint8) float32 {
+	if e < 2 {
+		return math.Float32frombits(0x00200000 << e)
+	}
+	return math.Float32frombits(uint32(e-1) << 23)
+}
+
+// log2Floor is floorf(log2f(x)) for a finite x > 0, with glibc's
+// correctly-rounded log2f: just below a power of two the float32 logarithm
+// rounds up to the integer.
+func log2Floor(x float32) float32 {
+	return float32(math.Floor(float64(float32(math.Log2(float64(x))))))
+}
+
+// bestIndexMXFP4 is ggml's best_index_mxfp4: the index of the E2M1 value
+// closest to x at scale e, the first one on ties.
+func bestIndexMXFP4(x, e float32) uint8 {
+	best := 0
+	bestErr := fabs(float32(float32(kvaluesMXFP4[0])*e) - x)
+	for i := 1; i < 16; i++ {
+		if err := fabs(float32(float32(kvaluesMXFP4[i])*e) - x); err < bestErr {
+			best, bestErr = i, err
+		}
+	}
+	return uint8(best)
+}
+
+func encodeMXFP4(dst []byte, src []float32) {
+	for len(src) >= 32 && len(dst) >= 17 {
+		x := src[:32]
+		y := dst[:17]
+		amax, _ := argMaxAbs(x)
+		var e uint8
+		if amax > 0 {
+			e = uint8(cvtt(log2Floor(amax) - 2 + 127))
+		}
+		d := e8m0Half(e)
+		y[0] = e
+		for j := range 16 {
+			y[1+j] = bestIndexMXFP4(x[j], d) | bestIndexMXFP4(x[j+16], d)<<4
+		}
+		src, dst = src[32:], dst[17:]
+	}
+}
+
+func decodeMXFP4(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 17 {
+		d := e8m0Half(src[0])
+		q := src[1:17]
+		y := dst[:32]
+		for j := range 16 {
+			y[j] = float32(kvaluesMXFP4[q[j]&0xf]) * d
+			y[j+16] = float32(kvaluesMXFP4[q[j]>>4]) * d
+		}
+		dst, src = dst[32:], src[17:]
+	}
+}
+
+// ---- iq4_nl and iq4_xs ----
+
+// kvaluesIQ4NL is ggml's non-linear 4-bit codebook (kvalues_iq4nl).
+var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// bestIndexIQ4 is ggml's best_index_int8 over kvaluesIQ4NL: the index of the
+// value nearest to x, the upper one on ties (and for NaN).
+func bestIndexIQ4(x float32) uint8 {
+	const n = 16
+	v := &kvaluesIQ4NL
+	if x <= float32(v[0]) {
+		return 0
+	}
+	if x >= float32(v[n-1]) {
+		return n - 1
+	}
+	ml, mu := 0, n-1
+	for mu-ml > 1 {
+		mav := (ml + mu) / 2
+		if x < float32(v[mav]) {
+			mu = mav
+		} else {
+			ml = mav
+		}
+	}
+	if x-float32(v[mu-1]) < float32(v[mu])-x {
+		return uint8(mu - 1)
+	}
+	return uint8(mu)
+}
+
+// iq4Block is the per-32 scale search of ggml's quantize_row_iq4_nl_impl with
+// no importance weights (w = x²) and ntry = 7. It writes the levels to L and
+// returns the block scale (0 for a block below groupMaxEps).
+func iq4Block(xb []float32, L []uint8) float32 {
+	xb, L = xb[:32], L[:32]
+	var weight [32]float32
+	for j, v := range xb {
+		weight[j] = float32(v * v)
+	}
+	amax, max := argMaxAbs(xb)
+	if amax < groupMaxEps {
+		return 0
+	}
+	const ntry = 7
+	v0 := float32(kvaluesIQ4NL[0])
+	d := -max / v0
+	id := 1 / d
+	var sumqx, sumq2 float32
+	for j, v := range xb {
+		l := bestIndexIQ4(float32(id * v))
+		L[j] = l
+		q := float32(kvaluesIQ4NL[l])
+		wq := float32(weight[j] * q)
+		sumqx += float32(wq * v)
+		sumq2 += float32(wq * q)
+	}
+	d = 0
+	if sumq2 > 0 {
+		d = sumqx / sumq2
+	}
+	best := float32(d * sumqx)
+	for itry := -ntry; itry <= ntry; itry++ {
+		id = float32(itry+int(kvaluesIQ4NL[0])) / max
+		sumqx, sumq2 = 0, 0
+		for j, v := range xb {
+			q := float32(kvaluesIQ4NL[bestIndexIQ4(float32(id*v))])
+			wq := float32(weight[j] * q)
+			sumqx += float32(wq * v)
+			sumq2 += float32(wq * q)
+		}
+		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			d = sumqx / sumq2
+			best = float32(d * sumqx)
+		}
+	}
+	return d
+}
+
+func packIQ4(q []byte, L []uint8) {
+	q, L = q[:16], L[:32]
+	for j := range 16 {
+		q[j] = L[j] | L[16+j]<<4
+	}
+}
+
+func encodeIQ4NL(dst []byte, src []float32) {
+	var L [32]uint8
+	for len(src) >= 32 && len(dst) >= 18 {
+		x := src[:32]
+		y := dst[:18]
+		s := iq4Block(x, L[:])
+		putF16(y, s)
+		var id float32
+		if s != 0 {
+			id = 1 / s
+		}
+		for j, v := range x {
+			L[j] = bestIndexIQ4(float32(id * v))
+		}
+		packIQ4(y[2:18], L[:])
+		src, dst = src[32:], dst[18:]
+	}
+}
+
+func decodeIQ4NL(dst []float32, src []byte) {
+	for len(dst) >= 32 && len(src) >= 18 {
+		d := getF16(src)
+		q := src[2:18]
+		y := dst[:32]
+		for j := range 16 {
+			y[j] = d * float32(kvaluesIQ4NL[q[j]&0xf])
+			y[j+16] = d * float32(kvaluesIQ4NL[q[j]>>4])
+		}
+		dst, src = dst[32:], src[18:]
+	}
+}
+
+func encodeIQ4XS(dst []byte, src []float32) {
+	var L [256]uint8
+	var scales [8]float32
+	for len(src) >= 256 && len(dst) >= 136 {
+		x := src[:256]
+		y := dst[:136]
+		var maxScale, amaxScale float32
+		for ib := range 8 {
+			s := iq4Block(x[32*ib:32*ib+32], L[32*ib:32*ib+32])
+			scales[ib] = s
+			if a := fabs(s); a > amaxScale {
+				amaxScale, maxScale = a, s
+			}
+		}
+		d := -maxScale / 32
+		putF16(y, d)
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		var scalesH uint16
+		scalesL := y[4:8]
+		for ib := range 8 {
+			l := clampI32(nearestInt(float32(id*scales[ib])), -32, 31)
+			dl := float32(d * float32(l))
+			var idl float32
+			if dl != 0 {
+				idl = 1 / dl
+			}
+			for j, v := range x[32*ib : 32*ib+32] {
+				L[32*ib+j] = bestIndexIQ4(float32(idl * v))
+			}
+			l += 32
+			lo, hi := uint8(l&0xf), uint16(l>>4)
+			if ib%2 == 0 {
+				scalesL[ib/2] = lo
+			} else {
+				scalesL[ib/2] |= lo << 4
+			}
+			scalesH |= hi << (2 * ib)
+		}
+		y[2], y[3] = byte(scalesH), byte(scalesH>>8)
+		for i := range 8 {
+			packIQ4(y[8+16*i:8+16*i+16], L[32*i:32*i+32])
+		}
+		src, dst = src[256:], dst[136:]
+	}
+}
+
+func decodeIQ4XS(dst []float32, src []byte) {
+	for len(dst) >= 256 && len(src) >= 136 {
+		b := src[:136]
+		y := dst[:256]
+		d := getF16(b)
+		scalesH := uint16(b[2]) | uint16(b[3])<<8
+		for ib := range 8 {
+			ls := int32((b[4+ib/2]>>(4*(ib%2)))&0xf) | int32((scalesH>>(2*ib))&3)<<4
+			dl := float32(d * float32(ls-32))
+			q := b[8+16*ib : 8+16*ib+16]
+			out := y[32*ib : 32*ib+32]
+			for j := range 16 {
+				out[j] = dl * float32(kvaluesIQ4NL[q[j]&0xf])
+				out[j+16] = dl * float32(kvaluesIQ4NL[q[j]>>4])
+			}
+		}
+		dst, src = dst[256:], src[136:]
+	}
+}
