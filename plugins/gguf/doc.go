@@ -9,7 +9,7 @@
 // plus nested arrays as gguf-py writes them; it refuses files whose tensor
 // data runs past their end.
 //
-// The writer (Layout, WriteHeader) produces GGUF v3 that ggml's reader
+// The writer (PlanFile) lays out GGUF v3 that ggml's reader
 // accepts and that is byte-identical to what ggml's writer produces for the
 // same content.
 //

@@ -20,11 +20,12 @@ type TensorSpec struct {
 // Layout is the planned byte layout of one GGUF file: the encoded header
 // (zero-padded up to the data section) and where each tensor goes.
 type Layout struct {
-	// Header holds every byte before the data section, padding included.
+	// Header holds the encoded header. The zero padding up to DataOffset
+	// is not included: a writer leaves those bytes zero.
 	Header []byte
 	// Alignment is the data alignment the file uses.
 	Alignment uint64
-	// DataOffset is len(Header).
+	// DataOffset is len(Header) rounded up to Alignment.
 	DataOffset uint64
 	// Offsets are absolute file offsets of each tensor, in spec order.
 	Offsets []uint64
@@ -119,7 +120,6 @@ func PlanFile(md *tensor.Metadata, tensors []TensorSpec, alignment uint64) (*Lay
 		}
 	}
 	start, _ := binio.AlignUp(uint64(b.Len()), alignment)
-	b.Write(make([]byte, start-uint64(b.Len())))
 	l.Header = b.Bytes()
 	l.DataOffset = start
 	for i := range l.Offsets {
