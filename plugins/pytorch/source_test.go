@@ -258,13 +258,13 @@ func TestProbe(t *testing.T) {
 	junk := filepath.Join(dir, "junk.bin")
 	os.WriteFile(junk, []byte("hello world, not a checkpoint"), 0o644)
 	for path, want := range map[string]int{
-		"testdata/dtypes.bin": 100,
-		"testdata/views.bin":  100,
+		"testdata/dtypes.bin":                              100,
+		"testdata/views.bin":                               100,
 		"testdata/hf_sharded/pytorch_model.bin.index.json": 90,
-		"testdata/hf_sharded": 60,
-		"testdata/legacy.pt":  50,
-		junk:                  0,
-		"testdata/expected/dtypes.json": 0,
+		"testdata/hf_sharded":                              60,
+		"testdata/legacy.pt":                               50,
+		junk:                                               0,
+		"testdata/expected/dtypes.json":                    0,
 	} {
 		if got := Probe(path); got != want {
 			t.Errorf("Probe(%s) = %d, want %d", path, got, want)

@@ -18,7 +18,7 @@ type namedTensor struct {
 // (or contain themselves), so the walk is bounded in depth and in visits.
 const (
 	maxWalkDepth  = 64
-	maxWalkVisits = 1 << 22
+	maxWalkVisits = 1 << 19
 )
 
 // selectStateDict picks the state dict inside the unpickled root: the entry
@@ -69,6 +69,16 @@ func describeKeys(d *pickle.Dict) string {
 // (a dict of state dicts) contribute their tensors under dotted names;
 // values that are not tensors (epoch counters, hyperparameters) are left out.
 func flatten(d *pickle.Dict) ([]namedTensor, error) {
+	// Count first, sharing counts between paths, so a pickle whose nested
+	// dicts share children is refused before any name is built.
+	c := &counter{memo: map[*pickle.Dict]uint64{}, onPath: map[*pickle.Dict]bool{}}
+	n, err := c.count(d, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxWalkVisits {
+		return nil, fmt.Errorf("state dict has more than %d entries (nested dicts shared between entries?)", maxWalkVisits)
+	}
 	w := &walker{seen: map[string]bool{}, onPath: map[*pickle.Dict]bool{}}
 	if err := w.walk(d, "", 0); err != nil {
 		return nil, err
@@ -127,4 +137,46 @@ func (w *walker) walk(d *pickle.Dict, prefix string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// counter counts the entries a walk would visit, with memoized counts per
+// dict, so shared children cost one visit each.
+type counter struct {
+	memo   map[*pickle.Dict]uint64
+	onPath map[*pickle.Dict]bool
+}
+
+func (c *counter) count(d *pickle.Dict, prefix string, depth int) (uint64, error) {
+	if depth > maxWalkDepth {
+		return 0, fmt.Errorf("state dict nests deeper than %d dicts at %q", maxWalkDepth, prefix)
+	}
+	if n, ok := c.memo[d]; ok {
+		return n, nil
+	}
+	if c.onPath[d] {
+		return 0, fmt.Errorf("state dict contains itself at %q", prefix)
+	}
+	c.onPath[d] = true
+	defer delete(c.onPath, d)
+	n := uint64(d.Len())
+	for i, v := range d.Values() {
+		sub, ok := v.(*pickle.Dict)
+		if !ok {
+			continue
+		}
+		name := fmt.Sprint(d.Keys()[i])
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		k, err := c.count(sub, name, depth+1)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+		if n > maxWalkVisits {
+			n = maxWalkVisits + 1 // saturate
+		}
+	}
+	c.memo[d] = n
+	return n, nil
 }

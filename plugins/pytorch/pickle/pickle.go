@@ -35,6 +35,11 @@ type Limits struct {
 	MaxIntBytes int
 	// MaxLine bounds the length of a text line (GLOBAL names, text ints).
 	MaxLine int
+	// MaxWork bounds the work callables do, in items they iterate over
+	// (arguments' lengths), so a small pickle cannot call an allowed
+	// global on a large memoized list again and again. Zero means 64 units
+	// per pickle byte plus 2^20.
+	MaxWork int64
 }
 
 // DefaultLimits are generous for any state dict: a 70B-parameter checkpoint
@@ -64,6 +69,7 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxLine > 0 {
 		d.MaxLine = l.MaxLine
 	}
+	d.MaxWork = l.MaxWork
 	return d
 }
 
@@ -115,11 +121,15 @@ type machine struct {
 	stack []Value
 	marks []int
 	memo  map[uint64]Value
+	work  int64
 }
 
 // Load interprets data and returns the value of its STOP opcode.
 func (m *Machine) Load(data []byte) (Value, error) {
 	st := &machine{Machine: m, lim: m.Limits.withDefaults(), data: data, memo: map[uint64]Value{}}
+	if st.lim.MaxWork == 0 {
+		st.lim.MaxWork = 64*int64(len(data)) + 1<<20
+	}
 	return st.run()
 }
 
@@ -265,6 +275,13 @@ func (m *machine) call(f Value, args Tuple) error {
 	c, ok := f.(Callable)
 	if !ok {
 		return m.fail("cannot call a %s; only allowed globals are callable", TypeName(f))
+	}
+	cost := int64(1)
+	for _, a := range args {
+		cost += shallowSize(a)
+	}
+	if err := m.spend(cost); err != nil {
+		return err
 	}
 	v, err := c.Call(args)
 	if err != nil {
@@ -731,6 +748,9 @@ func (m *machine) step(code byte) (done bool, result Value, err error) {
 		if !ok {
 			return false, nil, m.fail("%s of a %s is not allowed", m.name, TypeName(cls))
 		}
+		if e := m.spend(1 + shallowSize(t)); e != nil {
+			return false, nil, e
+		}
 		v, e := n.New(t)
 		if e != nil {
 			return false, nil, m.wrap(e, "%s of a %s", m.name, TypeName(cls))
@@ -746,7 +766,25 @@ func (m *machine) step(code byte) (done bool, result Value, err error) {
 		if pid, err = m.pop(); err == nil {
 			err = m.persistent(pid)
 		}
-	case opExt1, opExt2, opExt4, opNextBuffer, opReadonlyBuffer, opString, opUnicode:
+	case opString:
+		var s string
+		if s, err = m.line(); err != nil {
+			return false, nil, err
+		}
+		var v string
+		if v, err = m.quoted(s); err == nil {
+			err = m.push(v)
+		}
+	case opUnicode:
+		var s string
+		if s, err = m.line(); err != nil {
+			return false, nil, err
+		}
+		var v string
+		if v, err = m.rawUnicode(s); err == nil {
+			err = m.push(v)
+		}
+	case opExt1, opExt2, opExt4, opNextBuffer, opReadonlyBuffer:
 		return false, nil, m.wrap(errNeverRuns, "opcode 0x%02x is not supported", code)
 	default:
 		return false, nil, m.fail("unknown opcode 0x%02x", code)
@@ -789,7 +827,120 @@ func (m *machine) persistent(pid Value) error {
 	return m.push(v)
 }
 
+// spend charges work against the budget.
+func (m *machine) spend(n int64) error {
+	m.work += n
+	if m.work > m.lim.MaxWork {
+		return m.fail("the pickle asks for more work than %d units (a hostile pickle?)", m.lim.MaxWork)
+	}
+	return nil
+}
+
+// shallowSize is the number of items or bytes a callable may iterate over
+// in one argument.
+func shallowSize(v Value) int64 {
+	switch a := v.(type) {
+	case string:
+		return int64(len(a))
+	case Bytes:
+		return int64(len(a))
+	case Tuple:
+		return int64(len(a))
+	case *List:
+		return int64(len(a.Items))
+	case *Dict:
+		return int64(a.Len())
+	case *Set:
+		return int64(len(a.Items))
+	}
+	return 1
+}
+
 // Newer is a value NEWOBJ and NEWOBJ_EX may instantiate with arguments.
 type Newer interface {
 	New(args Tuple) (Value, error)
+}
+
+// quoted decodes the Python string literal of a protocol-0 STRING opcode:
+// quotes around it, backslash escapes inside.
+func (m *machine) quoted(s string) (string, error) {
+	if len(s) < 2 || (s[0] != '\'' && s[0] != '"') || s[len(s)-1] != s[0] {
+		return "", m.fail("STRING argument %.40q is not quoted", s)
+	}
+	s = s[1 : len(s)-1]
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case '\\', '\'', '"':
+			out = append(out, c)
+		case 'a':
+			out = append(out, 7)
+		case 'b':
+			out = append(out, 8)
+		case 'f':
+			out = append(out, 12)
+		case 'n':
+			out = append(out, 10)
+		case 'r':
+			out = append(out, 13)
+		case 't':
+			out = append(out, 9)
+		case 'v':
+			out = append(out, 11)
+		case 'x':
+			if i+3 > len(s) {
+				return "", m.fail("STRING has a truncated \\x escape")
+			}
+			v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", m.fail("STRING has a bad \\x escape")
+			}
+			out = append(out, byte(v))
+			i += 2
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v := 0
+			j := i
+			for ; j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7'; j++ {
+				v = v*8 + int(s[j]-'0')
+			}
+			out = append(out, byte(v))
+			i = j - 1
+		default:
+			out = append(out, '\\', c)
+		}
+	}
+	return string(out), nil
+}
+
+// rawUnicode decodes the raw-unicode-escape text of a protocol-0 UNICODE
+// opcode: \uXXXX and \UXXXXXXXX escapes, other bytes as Latin-1.
+func (m *machine) rawUnicode(s string) (string, error) {
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') {
+			n := 4
+			if s[i+1] == 'U' {
+				n = 8
+			}
+			if i+2+n > len(s) {
+				return "", m.fail("UNICODE has a truncated escape")
+			}
+			v, err := strconv.ParseUint(s[i+2:i+2+n], 16, 32)
+			if err != nil || v > 0x10ffff {
+				return "", m.fail("UNICODE has a bad escape")
+			}
+			sb.WriteRune(rune(v))
+			i += 1 + n
+			continue
+		}
+		sb.WriteRune(rune(c))
+	}
+	return sb.String(), nil
 }

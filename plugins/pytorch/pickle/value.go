@@ -96,50 +96,72 @@ func (d *Dict) Set(key, v Value) error {
 	return nil
 }
 
-// maxKeyDepth bounds the nesting of tuple keys.
-const maxKeyDepth = 32
+// Bounds on a dict key: its tuple nesting and the size of its canonical
+// form, so hashing a key costs little whatever the pickle holds.
+const (
+	maxKeyDepth = 32
+	maxKeyBytes = 16 << 10
+)
+
+var errKeyTooLarge = fmt.Errorf("dict key is larger than %d bytes", maxKeyBytes)
 
 // hashKey renders a hashable value as a string that is equal for values
 // Python treats as the same key (1, 1.0 and True are one key).
 func hashKey(v Value, depth int) (string, error) {
+	var sb strings.Builder
+	if err := writeKey(&sb, v, depth); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+func writeKey(sb *strings.Builder, v Value, depth int) error {
 	if depth > maxKeyDepth {
-		return "", fmt.Errorf("dict key nests tuples deeper than %d", maxKeyDepth)
+		return fmt.Errorf("dict key nests tuples deeper than %d", maxKeyDepth)
+	}
+	if sb.Len() > maxKeyBytes {
+		return errKeyTooLarge
+	}
+	part := func(tag string, s string) error {
+		if sb.Len()+len(s) > maxKeyBytes {
+			return errKeyTooLarge
+		}
+		sb.WriteString(tag + strconv.Itoa(len(s)) + ":" + s)
+		return nil
 	}
 	switch k := v.(type) {
 	case None:
-		return "n", nil
+		return part("n", "")
 	case bool:
 		if k {
-			return "i1", nil
+			return part("i", "1")
 		}
-		return "i0", nil
+		return part("i", "0")
 	case int64:
-		return "i" + strconv.FormatInt(k, 10), nil
+		return part("i", strconv.FormatInt(k, 10))
 	case float64:
 		if k == math.Trunc(k) && math.Abs(k) < 1<<63 {
-			return "i" + strconv.FormatInt(int64(k), 10), nil
+			return part("i", strconv.FormatInt(int64(k), 10))
 		}
-		return "f" + strconv.FormatUint(math.Float64bits(k), 16), nil
+		return part("f", strconv.FormatUint(math.Float64bits(k), 16))
 	case *BigInt:
-		return "I" + fmt.Sprintf("%x", k.LE), nil
+		return part("I", fmt.Sprintf("%x", k.LE))
 	case string:
-		return "s" + k, nil
+		return part("s", k)
 	case Bytes:
-		return "b" + string(k), nil
+		return part("b", string(k))
 	case Tuple:
-		var sb strings.Builder
-		sb.WriteString("t" + strconv.Itoa(len(k)) + "(")
-		for _, e := range k {
-			h, err := hashKey(e, depth+1)
-			if err != nil {
-				return "", err
-			}
-			sb.WriteString(strconv.Itoa(len(h)) + ":" + h)
+		if err := part("t", strconv.Itoa(len(k))); err != nil {
+			return err
 		}
-		sb.WriteString(")")
-		return sb.String(), nil
+		for _, e := range k {
+			if err := writeKey(sb, e, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return "", fmt.Errorf("unhashable dict key of type %s", TypeName(v))
+	return fmt.Errorf("unhashable dict key of type %s", TypeName(v))
 }
 
 // TypeName names the Python type of a value for error messages.

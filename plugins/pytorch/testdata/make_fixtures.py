@@ -250,3 +250,71 @@ for name in ["dtypes.bin", "views.bin", "tied.bin", "nested_model.pt", "lightnin
         pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
         with open(os.path.join(seeds, name.replace(".", "_")), "w") as f:
             f.write(go_bytes_literal(z.read(pkl)))
+
+
+# Malicious pickles: each would create the file "pwned" in the working
+# directory if it were loaded with pickle.load or torch.load(weights_only=False).
+import pickle  # noqa: E402
+import subprocess  # noqa: E402
+import runpy  # noqa: E402
+
+MAL = os.path.join(HERE, "malicious")
+os.makedirs(MAL, exist_ok=True)
+
+
+class SystemCall:
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+class Eval:
+    def __reduce__(self):
+        return (eval, ("open('pwned', 'w').close()",))
+
+
+class Exec:
+    def __reduce__(self):
+        return (exec, ("open('pwned', 'w').close()",))
+
+
+class Popen:
+    def __reduce__(self):
+        return (subprocess.Popen, (["touch", "pwned"],))
+
+
+class ImportOS:
+    def __reduce__(self):
+        return (__import__, ("os",))
+
+
+class GetattrImport:
+    def __reduce__(self):
+        return (getattr, (ImportOS(), "system"))
+
+
+class RunCode:
+    def __reduce__(self):
+        return (runpy._run_code, ("open('pwned', 'w').close()", {}))
+
+
+payloads = {"os_system": SystemCall(), "eval": Eval(), "exec": Exec(), "popen": Popen(),
+            "getattr": GetattrImport(), "runpy": RunCode()}
+for name, obj in payloads.items():
+    for proto in (2, 4):
+        with open(os.path.join(MAL, "%s_p%d.pkl" % (name, proto)), "wb") as f:
+            pickle.dump(obj, f, protocol=proto)
+# The classic hand-written protocol 0 payload, and INST.
+with open(os.path.join(MAL, "os_system_p0.pkl"), "wb") as f:
+    f.write(b"cos\nsystem\n(S'touch pwned'\ntR.")
+with open(os.path.join(MAL, "inst_p0.pkl"), "wb") as f:
+    f.write(b"(S'touch pwned'\nios\nsystem\n.")
+# Real checkpoints with a payload next to genuine tensors.
+save_file({"weight": torch.ones(2), "evil": SystemCall()}, "malicious/state_dict_os_system.bin")
+save_file({"state_dict": {"weight": torch.ones(2)}, "hook": Exec()}, "malicious/nested_exec.pt")
+
+# Seed corpus for FuzzCheckpoint: whole checkpoints.
+seeds = os.path.join(HERE, "fuzz", "FuzzCheckpoint")
+os.makedirs(seeds, exist_ok=True)
+for name in ["dtypes.bin", "views.bin", "tied.bin", "params.pth"]:
+    with open(os.path.join(HERE, name), "rb") as src, open(os.path.join(seeds, name.replace(".", "_")), "w") as f:
+        f.write(go_bytes_literal(src.read()))
