@@ -57,6 +57,7 @@ func NewSink(cfg *SinkConfig) (*Sink, error) {
 		return nil, plugin.ConfigErrorf("path", "names an index; give the checkpoint's path, NAME.apsim")
 	}
 	s := &Sink{cfg: *cfg, shardSize: DefaultShardSize}
+	s.cfg.Key = "" // kept only in s.key, which never prints it
 	if cfg.Shard != "" {
 		n, err := bytesize.Parse(cfg.Shard)
 		if err != nil {
@@ -96,7 +97,7 @@ type shardPlan struct {
 	path    string // final path
 	file    string // base name
 	tensors []st.Tensor
-	units   map[string]string
+	units   map[string]json.RawMessage
 	qts     map[string]qtensorEntry
 	meta    map[string]string // __metadata__ with placeholders for digest and signature
 	layout  *st.Layout
@@ -273,7 +274,7 @@ func (s *Sink) layout(m *tensor.Manifest, keyID string) (*layoutPlan, error) {
 		nShards = 1
 	}
 	for i := 1; i <= nShards; i++ {
-		sp := &shardPlan{path: s.cfg.Path, units: map[string]string{}, qts: map[string]qtensorEntry{}}
+		sp := &shardPlan{path: s.cfg.Path, units: map[string]json.RawMessage{}, qts: map[string]qtensorEntry{}}
 		if nShards > 1 {
 			sp.path = filepath.Join(filepath.Dir(s.cfg.Path), ShardName(s.cfg.Path, i, nShards))
 		}
@@ -292,7 +293,7 @@ func (s *Sink) layout(m *tensor.Manifest, keyID string) (*layoutPlan, error) {
 			lp.notes = append(lp.notes, plugin.Decision{Tensor: it.t.Name, Msg: fmt.Sprintf("QTensor %s: codes %s %v and %s%s f32 %v",
 				it.q.Format().Name, it.q.Format().CodeDType, it.q.CodesShape(), it.t.Name, ScaleSuffix, it.q.ScaleShape())})
 		} else if it.unit != "" {
-			sp.units[it.t.Name] = it.unit
+			sp.units[it.t.Name] = json.RawMessage(it.unit)
 		}
 	}
 	for i, sp := range lp.shards {

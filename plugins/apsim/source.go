@@ -195,7 +195,9 @@ type checkpoint struct {
 
 func (c *checkpoint) close() {
 	for _, f := range c.files {
-		f.fh.Close()
+		if f.fh != nil {
+			f.fh.Close()
+		}
 	}
 }
 
@@ -227,23 +229,30 @@ func load(ctx context.Context, path string, verify bool, key *keyring.Key) (_ *c
 		return c, c.loadSet(ctx, idx, verify, key)
 	}
 	c.files = []*openFile{{file: f, fh: fh, abs: absPath(path)}}
+	return c, c.checkSingle(ctx, verify, key)
+}
+
+// checkSingle checks the digest (when verify) and the signature (when key is
+// set) of a single-file checkpoint.
+func (c *checkpoint) checkSingle(ctx context.Context, verify bool, key *keyring.Key) error {
+	f := c.files[0]
 	c.signed, c.keyID = f.signature != "", f.keyID
-	if verify {
+	if verify || key != nil {
 		if err := c.verifyDigests(ctx); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if key != nil {
 		if f.signature == "" {
-			return c, &integrityError{file: path, err: ErrUnsigned, msg: "a key was given, so only a signed checkpoint is accepted"}
+			return &integrityError{file: f.path, err: ErrUnsigned, msg: "a key was given, so only a signed checkpoint is accepted"}
 		}
 		msg := signingInput([]signedShard{{Digest: f.declaredDigest()}}, f.header.Metadata, nil)
-		if err := checkMAC(key, msg, f.signature, path); err != nil {
-			return c, err
+		if err := checkMAC(key, msg, f.signature, f.path); err != nil {
+			return err
 		}
 		c.keyed = true
 	}
-	return c, nil
+	return nil
 }
 
 func absPath(p string) string {
