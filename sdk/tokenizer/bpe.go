@@ -155,8 +155,16 @@ func (m *bpeModel) encodeByRank(piece string, out []int32) []int32 {
 	}
 	if len(ids) > linearMergeMax {
 		ids = m.mergeHeap(ids)
-		return out[:start+len(ids)]
+	} else {
+		ids = m.mergeLinear(ids)
 	}
+	return out[:start+len(ids)]
+}
+
+// mergeLinear is encodeByRank's loop for short words: scan for the lowest
+// rank, merge, update the two neighbouring pairs. It rewrites ids in place
+// and returns them; len(ids) must not exceed linearMergeMax.
+func (m *bpeModel) mergeLinear(ids []int32) []int32 {
 	var pairBuf [linearMergeMax]merge
 	pairs := pairBuf[:len(ids)-1]
 	for i := range pairs {
@@ -170,7 +178,7 @@ func (m *bpeModel) encodeByRank(piece string, out []int32) []int32 {
 			}
 		}
 		if best < 0 {
-			break
+			return ids
 		}
 		ids[best] = pairs[best].id
 		copy(ids[best+1:], ids[best+2:])
@@ -184,7 +192,6 @@ func (m *bpeModel) encodeByRank(piece string, out []int32) []int32 {
 			pairs[best] = m.lookupMerge(ids[best], ids[best+1])
 		}
 	}
-	return out[:start+len(ids)]
 }
 
 // mergeCandidate is a possible merge of the symbols at pos and its successor,

@@ -426,6 +426,13 @@ func GGUFMetadata(tokenizerJSON, tokenizerConfigJSON []byte, opts GGUFOptions) (
 			tokens[i] = strings.ReplaceAll(tokens[i], "▁", " ")
 		}
 	}
+	seen := make(map[string]int, n)
+	for i, tok := range tokens {
+		if j, dup := seen[tok]; dup && tok != "" {
+			return nil, fmt.Errorf("token %q has ids %d and %d; llama.cpp refuses duplicate tokens", tok, j, i)
+		}
+		seen[tok] = i
+	}
 	md.Set(KeyTokens, tensor.StringArray(tokens))
 	if t.model == ModelLlama {
 		md.Set(KeyScores, tensor.Float32Array(t.spmScores(n)))

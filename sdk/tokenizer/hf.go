@@ -48,15 +48,15 @@ type hfAddedToken struct {
 }
 
 type hfModel struct {
-	Type                    string           `json:"type"`
-	Vocab                   map[string]int64 `json:"vocab"`
-	Merges                  json.RawMessage  `json:"merges"`
-	UnkToken                *string          `json:"unk_token"`
-	FuseUnk                 bool             `json:"fuse_unk"`
-	ByteFallback            bool             `json:"byte_fallback"`
-	IgnoreMerges            bool             `json:"ignore_merges"`
-	ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
+	Type                    string          `json:"type"`
+	Vocab                   json.RawMessage `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	UnkToken                *string         `json:"unk_token"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 }
 
 // hfComponent holds the fields of every normalizer, pre-tokenizer,
@@ -173,12 +173,16 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
 		return nil, errors.New("model.end_of_word_suffix is not supported")
 	}
+	var vocab map[string]int64
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+		return nil, errors.New("model.vocab is not an object of token ids")
+	}
 
 	// Token texts by id. Ids must be dense enough that the table is no
 	// bigger than the number of entries the file defines.
-	limit := int64(len(m.Vocab) + len(f.AddedTokens))
+	limit := int64(len(vocab) + len(f.AddedTokens))
 	size := int64(0)
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if id < 0 || id >= limit {
 			return nil, fmt.Errorf("model.vocab: token %q has id %d, outside 0..%d (the file defines %d tokens)", tok, id, limit-1, limit)
 		}
@@ -204,7 +208,7 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		bos:     -1, eos: -1, unk: -1, pad: -1,
 	}
 	present := make([]bool, size)
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		t.tokens[id] = tok
 		present[id] = true
 	}
@@ -251,7 +255,7 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 
 	// The model.
 	b := &bpeModel{
-		vocab:        make(map[string]int32, len(m.Vocab)),
+		vocab:        make(map[string]int32, len(vocab)),
 		merges:       make(map[uint64]merge),
 		byteLevel:    pre.byteLevel,
 		byteFallback: m.ByteFallback,
@@ -259,7 +263,7 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		fuseUnk:      m.FuseUnk,
 		ignoreMerges: m.IgnoreMerges,
 	}
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		key := tok
 		if b.byteLevel {
 			raw, ok := byteLevelDecode(tok)
@@ -281,7 +285,7 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		}
 	}
 	if m.UnkToken != nil {
-		if id, ok := m.Vocab[*m.UnkToken]; ok {
+		if id, ok := vocab[*m.UnkToken]; ok {
 			b.unk = int32(id)
 		}
 	}
@@ -291,9 +295,9 @@ func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	}
 	t.mergeList = make([][2]int32, 0, len(pairs))
 	for rank, p := range pairs {
-		left, lok := m.Vocab[p[0]]
-		right, rok := m.Vocab[p[1]]
-		merged, mok := m.Vocab[p[0]+p[1]]
+		left, lok := vocab[p[0]]
+		right, rok := vocab[p[1]]
+		merged, mok := vocab[p[0]+p[1]]
 		if !lok || !rok || !mok {
 			return nil, fmt.Errorf("model.merges[%d] (%q %q) uses a token missing from model.vocab", rank, p[0], p[1])
 		}
