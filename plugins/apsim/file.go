@@ -83,10 +83,55 @@ func parseFile(r io.ReaderAt, size int64, name string) (*file, error) {
 		return nil, err
 	}
 	f := &file{path: name, r: r, size: size, header: h}
+	if err := f.checkEntryKeys(); err != nil {
+		return nil, err
+	}
 	if err := f.parseMetadata(); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkEntryKeys makes sure every tensor entry of the header spells its keys
+// exactly "dtype", "shape" and "data_offsets", as the reference reader
+// requires: Go's JSON decoding matches struct fields regardless of case, and
+// the digest covers what the keys say, not how they are spelled.
+func (f *file) checkEntryKeys() error {
+	raw := make([]byte, f.header.HeaderLen)
+	if _, err := f.r.ReadAt(raw, 8); err != nil {
+		return &binio.FormatError{File: f.path, Offset: 8, Msg: "reading the header", Err: err}
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return &binio.FormatError{File: f.path, Offset: 8, Msg: "header is not valid JSON", Err: err}
+	}
+	for name, v := range top {
+		if name == st.MetadataKey {
+			continue
+		}
+		if err := exactKeys(v, "dtype", "shape", "data_offsets"); err != nil {
+			return &binio.FormatError{File: f.path, Offset: 8, Tensor: name, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// exactKeys checks that the JSON object raw has exactly the given keys,
+// spelled exactly so.
+func exactKeys(raw json.RawMessage, keys ...string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("not a JSON object")
+	}
+	for _, k := range keys {
+		if _, ok := obj[k]; !ok {
+			return fmt.Errorf("needs the key %q", k)
+		}
+	}
+	if len(obj) != len(keys) {
+		return fmt.Errorf("has keys other than %s", strings.Join(keys, ", "))
+	}
+	return nil
 }
 
 func (f *file) errorf(format string, args ...any) error {

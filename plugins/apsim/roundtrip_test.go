@@ -109,7 +109,9 @@ func independentRead(t *testing.T, b []byte) (map[string]string, map[string]stEn
 		data[name] = b[8+n+e.DataOffsets[0] : 8+n+e.DataOffsets[1]]
 		spans = append(spans, e.DataOffsets)
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] || spans[i][0] == spans[j][0] && spans[i][1] < spans[j][1] })
+	sort.Slice(spans, func(i, j int) bool {
+		return spans[i][0] < spans[j][0] || spans[i][0] == spans[j][0] && spans[i][1] < spans[j][1]
+	})
 	var next uint64
 	for _, s := range spans {
 		if s[0] != next {
