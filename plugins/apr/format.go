@@ -55,19 +55,19 @@ var (
 
 // Header flags of the aprender layout (u16 at offset 6).
 const (
-	FlagLZ4             uint16 = 1 << 0  // everything after the header is one LZ4 block
-	FlagZstd            uint16 = 1 << 1  // everything after the header is zstd
-	FlagEncrypted       uint16 = 1 << 2  // refused
-	FlagSigned          uint16 = 1 << 3  // informational
-	FlagSharded         uint16 = 1 << 4  // one shard of several files
-	FlagQuantized       uint16 = 1 << 5  // holds quantized tensors (informational)
-	FlagHasFilterbank   uint16 = 1 << 6  // informational
-	FlagHasModelCard    uint16 = 1 << 7  // informational
-	FlagStreaming       uint16 = 1 << 8  // informational
-	FlagHasVocab        uint16 = 1 << 9  // tokenizer.vocabulary is in the metadata
-	FlagLayoutRowMajor  uint16 = 1 << 10 // tensors are row-major (always written)
-	FlagLayoutColMajor  uint16 = 1 << 11 // refused
-	aprenderCompressed         = FlagLZ4 | FlagZstd
+	FlagLZ4            uint16 = 1 << 0  // everything after the header is one LZ4 block
+	FlagZstd           uint16 = 1 << 1  // everything after the header is zstd
+	FlagEncrypted      uint16 = 1 << 2  // refused
+	FlagSigned         uint16 = 1 << 3  // informational
+	FlagSharded        uint16 = 1 << 4  // one shard of several files
+	FlagQuantized      uint16 = 1 << 5  // holds quantized tensors (informational)
+	FlagHasFilterbank  uint16 = 1 << 6  // informational
+	FlagHasModelCard   uint16 = 1 << 7  // informational
+	FlagStreaming      uint16 = 1 << 8  // informational
+	FlagHasVocab       uint16 = 1 << 9  // tokenizer.vocabulary is in the metadata
+	FlagLayoutRowMajor uint16 = 1 << 10 // tensors are row-major (always written)
+	FlagLayoutColMajor uint16 = 1 << 11 // refused
+	aprenderCompressed        = FlagLZ4 | FlagZstd
 )
 
 // Header flags of the spec layout (u32 at offset 6).
@@ -177,7 +177,9 @@ const specVersion = 2
 func align64(n uint64) uint64 { return (n + Alignment - 1) &^ (Alignment - 1) }
 
 // indexEntrySize is the encoded size of one tensor index entry.
-func indexEntrySize(nameLen, ndim int) uint64 { return 2 + uint64(nameLen) + 1 + 1 + 8*uint64(ndim) + 8 + 8 }
+func indexEntrySize(nameLen, ndim int) uint64 {
+	return 2 + uint64(nameLen) + 1 + 1 + 8*uint64(ndim) + 8 + 8
+}
 
 // appendIndexEntry encodes one index entry: name_len u16, name, dtype u8,
 // ndim u8, dims u64 × ndim, offset u64, size u64, all little-endian.

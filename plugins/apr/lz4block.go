@@ -22,10 +22,10 @@ import (
 // 64 KiB window.
 
 const (
-	lz4Window = 64 << 10   // largest match offset
-	lz4Chunk  = 4 << 20    // encoder input per pierrec call
-	lz4MaxLen = 1 << 40    // refuse literal or match lengths beyond this
-	lz4Step   = 256 << 10  // decoder output per step
+	lz4Window = 64 << 10  // largest match offset
+	lz4Chunk  = 4 << 20   // encoder input per pierrec call
+	lz4MaxLen = 1 << 40   // refuse literal or match lengths beyond this
+	lz4Step   = 256 << 10 // decoder output per step
 )
 
 var errLZ4Corrupt = errors.New("corrupt LZ4 block")

@@ -59,8 +59,8 @@ var aliases = map[string]string{
 	"n_layers": "num_layers", "num_hidden_layers": "num_layers", "n_layer": "num_layers",
 	"n_heads": "num_heads", "num_attention_heads": "num_heads", "n_head": "num_heads",
 	"n_kv_heads": "num_kv_heads", "num_key_value_heads": "num_kv_heads",
-	"n_vocab":    "vocab_size",
-	"ffn_dim":    "intermediate_size", "intermediate_dim": "intermediate_size", "n_inner": "intermediate_size",
+	"n_vocab": "vocab_size",
+	"ffn_dim": "intermediate_size", "intermediate_dim": "intermediate_size", "n_inner": "intermediate_size",
 	"max_seq_len": "max_position_embeddings", "context_length": "max_position_embeddings", "n_ctx": "max_position_embeddings",
 	"layer_norm_eps": "rms_norm_eps", "norm_eps": "rms_norm_eps",
 }
