@@ -97,6 +97,9 @@ func parseIndex(raw []byte, path string) (*index, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, bad("unexpected data after the index's JSON object")
 	}
+	if err := indexKeys(raw); err != nil {
+		return nil, bad("%v", err)
+	}
 	m := &ix.Metadata
 	if m.Format != FormatName {
 		return nil, bad("not an apsim index: metadata.format is %.40q, not %q", m.Format, FormatName)
@@ -135,6 +138,38 @@ func parseIndex(raw []byte, path string) (*index, error) {
 		}
 	}
 	return &ix, nil
+}
+
+// indexKeys checks that the index spells its keys exactly (Go's decoding
+// of struct fields ignores case).
+func indexKeys(raw []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return err
+	}
+	if err := exactKeys(raw, "metadata", "weight_map"); err != nil {
+		return fmt.Errorf("the index %v", err)
+	}
+	var md map[string]json.RawMessage
+	if err := json.Unmarshal(top["metadata"], &md); err != nil {
+		return fmt.Errorf("metadata is not a JSON object")
+	}
+	allowed := map[string]bool{"total_size": true, "format": true, "version": true, "apsi": true, "shards": true, "key_id": true, "signature": true}
+	for k := range md {
+		if !allowed[k] {
+			return fmt.Errorf("metadata has the unknown key %.40q", k)
+		}
+	}
+	var shards []json.RawMessage
+	if err := json.Unmarshal(md["shards"], &shards); err != nil {
+		return fmt.Errorf("metadata.shards is not a JSON array")
+	}
+	for i, s := range shards {
+		if err := exactKeys(s, "file", "sha256"); err != nil {
+			return fmt.Errorf("metadata.shards[%d] %v", i, err)
+		}
+	}
+	return nil
 }
 
 // checkShardName accepts a plain file name: no directory part, not "." or
