@@ -12,3 +12,11 @@ func BenchmarkVocabulary150k(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDescribeVocabulary150k(b *testing.B) {
+	path := vocabModel(b, 150000)
+	b.ReportAllocs()
+	for b.Loop() {
+		describeOnce(b, path)
+	}
+}

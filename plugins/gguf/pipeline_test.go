@@ -22,7 +22,7 @@ type convertFunc func(t *tensor.TensorInfo, to tensor.DType, data []byte) ([]byt
 // runPipeline does what the core does for source → sink: describe, plan,
 // begin, write every tensor concurrently (file references when the source
 // gives them), commit.
-func runPipeline(t *testing.T, m *tensor.Manifest, open func(name string) (plugin.TensorData, error), sink plugin.Sink, conv convertFunc) ([]plugin.Artifact, *plugin.SinkPlan, error) {
+func runPipeline(t testing.TB, m *tensor.Manifest, open func(name string) (plugin.TensorData, error), sink plugin.Sink, conv convertFunc) ([]plugin.Artifact, *plugin.SinkPlan, error) {
 	t.Helper()
 	ctx := context.Background()
 	plan, err := sink.Plan(ctx, m)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -457,7 +458,9 @@ func (p *parser) stringArray(key string, n uint64) (tensor.Value, error) {
 	if err != nil {
 		return tensor.Value{}, err
 	}
-	all := string(region)
+	// region is ours alone and never written again, so the strings can
+	// share it instead of copying it.
+	all := unsafe.String(unsafe.SliceData(region), len(region))
 	strs := make([]string, n)
 	pos := uint64(0)
 	for i := range strs {

@@ -1,0 +1,114 @@
+package gguf
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+var measure = flag.Bool("measure", false, "run the timing comparison with @huggingface/gguf (issue 3's measurement)")
+
+// vocabModel writes a GGUF whose header carries a vocabulary of n tokens
+// with scores, token types and n merges, like a Qwen or Llama 3 model, and
+// one small tensor.
+func vocabModel(t testing.TB, n int) string {
+	m, data := smallManifest(TensorSpec{Name: "token_embd.weight", DType: tensor.F16, Shape: []uint64{4, 64}})
+	tokens := make([]string, n)
+	merges := make([]string, n)
+	scores := make([]float32, n)
+	types := make([]int32, n)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("Ġtok%dén", i)
+		merges[i] = fmt.Sprintf("Ġt ok%d", i)
+		scores[i] = -float32(i)
+		types[i] = 1
+	}
+	md := &m.Metadata
+	md.Set("tokenizer.ggml.model", tensor.StringValue("gpt2"))
+	md.Set("tokenizer.ggml.tokens", tensor.StringArray(tokens))
+	md.Set("tokenizer.ggml.scores", tensor.Float32Array(scores))
+	md.Set("tokenizer.ggml.token_type", tensor.Int32Array(types))
+	md.Set("tokenizer.ggml.merges", tensor.StringArray(merges))
+	path := filepath.Join(t.TempDir(), "vocab.gguf")
+	sink, err := NewSink(&SinkConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runPipeline(t, m, memOpen(data), sink, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func describeOnce(t testing.TB, path string) time.Duration {
+	start := time.Now()
+	src, err := NewSource(&SourceConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := src.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	d := time.Since(start)
+	if v, _ := m.Metadata.Get("tokenizer.ggml.tokens"); v.Len() != 150000 {
+		t.Fatalf("%d tokens", v.Len())
+	}
+	return d
+}
+
+func median(d []float64) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// TestDescribeVocabulary checks that describing a file with a 150,000-token
+// vocabulary stays well under 50 ms.
+func TestDescribeVocabulary(t *testing.T) {
+	path := vocabModel(t, 150000)
+	var ms []float64
+	for i := 0; i < 7; i++ {
+		ms = append(ms, float64(describeOnce(t, path).Microseconds())/1000)
+	}
+	t.Logf("Describe with a 150,000-token vocabulary and 150,000 merges: median %.2f ms", median(ms))
+	if median(ms) > 50 {
+		t.Errorf("Describe took %.1f ms (median of 7), want well under 50 ms", median(ms))
+	}
+}
+
+// TestMeasureAgainstHuggingFace times Describe against @huggingface/gguf's
+// parse of the same file in the same run (go test -run Measure -measure -v).
+func TestMeasureAgainstHuggingFace(t *testing.T) {
+	if !*measure {
+		t.Skip("timing comparison; run with -measure")
+	}
+	dir := interopDir(t)
+	path := vocabModel(t, 150000)
+	const runs = 21
+	var ours []float64
+	for i := 0; i < runs; i++ {
+		ours = append(ours, float64(describeOnce(t, path).Microseconds())/1000)
+	}
+	cmd := exec.Command("node", "read.mjs", "--bench", fmt.Sprint(runs), path)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var js struct{ MS []float64 }
+	if err := json.Unmarshal(out, &js); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("150,000-token vocabulary + 150,000 merges: Sluice Describe median %.2f ms (first %.2f), @huggingface/gguf median %.2f ms (first %.2f): %.1f× faster",
+		median(ours), ours[0], median(js.MS), js.MS[0], median(js.MS)/median(ours))
+}
