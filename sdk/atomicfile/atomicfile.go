@@ -46,6 +46,11 @@ func Create(path string, size int64) (*File, error) {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	af := &File{File: f, final: path}
+	// CreateTemp makes the file private; outputs get the usual permissions.
+	if err := f.Chmod(0o666 &^ umask()); err != nil {
+		af.Abort()
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
 	if size > 0 {
 		if err := reserve(f, size); err != nil {
 			af.Abort()

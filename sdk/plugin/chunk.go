@@ -22,22 +22,32 @@ type ChunkReader interface {
 // instead of Open when it has a pool to give.
 type ChunkSource interface {
 	// OpenChunks reads a tensor into slots of pool. Every chunk but the last
-	// holds a multiple of align bytes.
-	OpenChunks(ctx context.Context, name string, pool *Pool, align int) (ChunkReader, error)
+	// holds the largest multiple of align bytes that is at most maxChunk
+	// (and a slot).
+	OpenChunks(ctx context.Context, name string, pool *Pool, align, maxChunk int) (ChunkReader, error)
 }
 
-// ReadChunks cuts the size bytes of r into chunks in slots of pool, each a
-// multiple of align bytes except the last. It fails when r ends early.
-func ReadChunks(r io.Reader, size uint64, pool *Pool, align int) ChunkReader {
-	return &poolReader{r: r, left: size, pool: pool, chunkLen: chunkLen(pool.Arena().SlotSize(), align)}
+// ReadChunks cuts the size bytes of r into chunks in slots of pool: every
+// chunk but the last holds the largest multiple of align bytes that is at
+// most maxChunk (0: a slot). It fails when r ends early.
+func ReadChunks(r io.Reader, size uint64, pool *Pool, align, maxChunk int) ChunkReader {
+	return &poolReader{r: r, left: size, pool: pool, chunkLen: chunkLen(limit(pool.Arena().SlotSize(), maxChunk), align)}
 }
 
-// chunkLen returns the largest multiple of align that fits in a slot.
-func chunkLen(slotSize, align int) int {
+func limit(n, maxChunk int) int {
+	if maxChunk > 0 && maxChunk < n {
+		return maxChunk
+	}
+	return n
+}
+
+// chunkLen returns the largest multiple of align that fits in n bytes.
+func chunkLen(n, align int) int {
+	slotSize := n
 	if align <= 1 {
 		return slotSize
 	}
-	n := slotSize / align * align
+	n = slotSize / align * align
 	if n == 0 {
 		// A single unit larger than a slot cannot be cut on its boundary;
 		// such units are split and callers reassemble whole units.

@@ -109,7 +109,7 @@ func (s *remoteSource) Close() error {
 
 // Open reads a tensor through inline chunks; the host prefers OpenChunks.
 func (s *remoteSource) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	cr, err := s.open(ctx, name, nil, 1)
+	cr, err := s.open(ctx, name, nil, 1, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +122,11 @@ func (s *remoteSource) Open(ctx context.Context, name string) (io.ReadCloser, er
 // OpenChunks reads a tensor into the pool's arena slots when the plugin
 // shares the pool's arena, and through inline chunks copied into the pool's
 // slots otherwise.
-func (s *remoteSource) OpenChunks(ctx context.Context, name string, pool *Pool, align int) (ChunkReader, error) {
-	return s.open(ctx, name, pool, align)
+func (s *remoteSource) OpenChunks(ctx context.Context, name string, pool *Pool, align, maxChunk int) (ChunkReader, error) {
+	return s.open(ctx, name, pool, align, maxChunk)
 }
 
-func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align int) (ChunkReader, error) {
+func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align, maxChunk int) (ChunkReader, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := s.c.source.Read(ctx)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align 
 	}
 	useArena := pool != nil && s.c.arena != nil && pool.Arena() == s.c.arena
 	if err := stream.Send(&pb.ReadRequest{Msg: &pb.ReadRequest_Start{Start: &pb.ReadStart{
-		Session: s.session, Tensor: name, Arena: useArena, Align: uint64(max(align, 1)),
+		Session: s.session, Tensor: name, Arena: useArena, Align: uint64(max(align, 1)), MaxChunk: uint64(max(maxChunk, 0)),
 	}}}); err != nil {
 		cancel()
 		return nil, s.c.err(err)

@@ -26,10 +26,10 @@ type server struct {
 	impl  *Plugin
 	arena *Arena
 
-	mu       sync.Mutex
-	next     atomic.Uint64
-	sources  map[uint64]*sourceSession
-	sinks    map[uint64]Sink
+	mu      sync.Mutex
+	next    atomic.Uint64
+	sources map[uint64]*sourceSession
+	sinks   map[uint64]Sink
 }
 
 type sourceSession struct {
@@ -164,12 +164,12 @@ func (s sourceServer) Read(stream pb.Source_ReadServer) error {
 		align = 1
 	}
 	if start.Arena && s.arena != nil {
-		return toStatus(s.readIntoSlots(stream, r, info, align))
+		return toStatus(s.readIntoSlots(stream, r, info, chunkLen(limit(s.arena.SlotSize(), int(start.MaxChunk)), align)))
 	}
-	return toStatus(readInline(stream, r, info, align))
+	return toStatus(readInline(stream, r, info, chunkLen(limit(maxInline, int(start.MaxChunk)), align)))
 }
 
-func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, align int) error {
+func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, n int) error {
 	grants := make(chan uint32, s.arena.Slots())
 	recvErr := make(chan error, 1)
 	go func() {
@@ -187,7 +187,6 @@ func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, in
 			}
 		}
 	}()
-	n := chunkLen(s.arena.SlotSize(), align)
 	var off uint64
 	for off < info.Size || info.Size == 0 {
 		slot, ok := <-grants
@@ -222,8 +221,7 @@ func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, in
 	return nil
 }
 
-func readInline(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, align int) error {
-	n := chunkLen(maxInline, align)
+func readInline(stream pb.Source_ReadServer, r io.Reader, info *tensor.TensorInfo, n int) error {
 	buf := make([]byte, n)
 	var off uint64
 	for off < info.Size || info.Size == 0 {

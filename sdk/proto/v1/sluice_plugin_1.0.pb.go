@@ -1223,7 +1223,10 @@ type ReadStart struct {
 	Arena bool `protobuf:"varint,3,opt,name=arena,proto3" json:"arena,omitempty"`
 	// align: every chunk but the last holds a multiple of align bytes, so
 	// chunks never split a quantization block or a row group. 0 means 1.
-	Align         uint64 `protobuf:"varint,4,opt,name=align,proto3" json:"align,omitempty"`
+	Align uint64 `protobuf:"varint,4,opt,name=align,proto3" json:"align,omitempty"`
+	// max_chunk: no chunk holds more than max_chunk bytes (0: a slot, or the
+	// inline limit).
+	MaxChunk      uint64 `protobuf:"varint,5,opt,name=max_chunk,json=maxChunk,proto3" json:"max_chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1282,6 +1285,13 @@ func (x *ReadStart) GetArena() bool {
 func (x *ReadStart) GetAlign() uint64 {
 	if x != nil {
 		return x.Align
+	}
+	return 0
+}
+
+func (x *ReadStart) GetMaxChunk() uint64 {
+	if x != nil {
+		return x.MaxChunk
 	}
 	return 0
 }
@@ -2215,12 +2225,13 @@ const file_sluice_plugin_1_0_proto_rawDesc = "" +
 	"\vReadRequest\x123\n" +
 	"\x05start\x18\x01 \x01(\v2\x1b.sluice.plugin.v1.ReadStartH\x00R\x05start\x123\n" +
 	"\x05grant\x18\x02 \x01(\v2\x1b.sluice.plugin.v1.SlotGrantH\x00R\x05grantB\x05\n" +
-	"\x03msg\"i\n" +
+	"\x03msg\"\x86\x01\n" +
 	"\tReadStart\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x12\x16\n" +
 	"\x06tensor\x18\x02 \x01(\tR\x06tensor\x12\x14\n" +
 	"\x05arena\x18\x03 \x01(\bR\x05arena\x12\x14\n" +
-	"\x05align\x18\x04 \x01(\x04R\x05align\"!\n" +
+	"\x05align\x18\x04 \x01(\x04R\x05align\x12\x1b\n" +
+	"\tmax_chunk\x18\x05 \x01(\x04R\bmaxChunk\"!\n" +
 	"\tSlotGrant\x12\x14\n" +
 	"\x05slots\x18\x01 \x03(\rR\x05slots\"\x86\x01\n" +
 	"\x05Chunk\x12\x16\n" +

@@ -1,0 +1,14 @@
+package main
+
+import (
+	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/plugins/gguf"
+	"github.com/sluice-ml/sluice/plugins/safetensors"
+)
+
+// builtins is the one table of plugins compiled into sluice. Each is served
+// by re-executing this binary as `sluice plugin serve NAME`.
+var builtins = []host.Builtin{
+	{Name: "safetensors", New: safetensors.Plugin},
+	{Name: "gguf", New: gguf.Plugin},
+}

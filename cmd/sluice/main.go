@@ -1,0 +1,137 @@
+// Command sluice converts machine-learning checkpoints through declarative
+// pipelines. See docs/cli.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/sdk/bytesize"
+	"github.com/sluice-ml/sluice/sdk/plugin"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// app holds the global flags.
+type app struct {
+	inProcess bool
+	maxMemory string
+	workers   int
+	json      bool
+	quiet     bool
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	if ctx.Err() != nil {
+		code = exitInterrupted
+	}
+	var ee *exitError
+	if !(errors.As(err, &ee) && ee.reported) {
+		fmt.Fprintln(stderr, "Error:", oneLine(err))
+		if hint := hintFor(err); hint != "" {
+			fmt.Fprintln(stderr, "Hint:", hint)
+		}
+	}
+	if code == exitInterrupted {
+		fmt.Fprintln(stderr, "Interrupted: every output was aborted; nothing was left under an output's name.")
+	}
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sluice",
+		Short: "Convert machine-learning checkpoints through declarative pipelines",
+		Long: `Sluice converts model checkpoints (safetensors, GGUF, apsim, APR, …) through
+pipelines written in HCL: sources read checkpoints, transforms quantize, cast,
+rename or shard them, and sinks write them. Every format is a plugin process.`,
+		Example: `  sluice run pipelines/quickstart -var model_dir=testdata/sample
+  sluice plan pipeline.hcl
+  sluice convert model.safetensors model.gguf --dtype q8_0
+  sluice info model.gguf`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	pf := root.PersistentFlags()
+	pf.BoolVar(&a.inProcess, "in-process", false, "run plugins inside this process (for profiling and comparison)")
+	pf.StringVar(&a.maxMemory, "max-memory", "256MiB", "memory budget for tensor data in flight")
+	pf.IntVar(&a.workers, "workers", 0, "goroutines applying ops at once (default: every core)")
+	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print nothing but errors")
+	root.AddCommand(
+		a.runCommand(), a.planCommand(), a.validateCommand(),
+		a.convertCommand(), a.infoCommand(),
+		a.pluginsCommand(), a.pluginServeCommand(),
+	)
+	return root
+}
+
+// budget splits --max-memory into the shared arena and the heap budget for
+// whole-tensor ops: three quarters arena, in 8 MiB slots, at least 8 slots.
+func (a *app) budget() (slots int, heap uint64, err error) {
+	n, err := bytesize.Parse(a.maxMemory)
+	if err != nil {
+		return 0, 0, configErr(fmt.Errorf("--max-memory: %w", err))
+	}
+	slots = int(n * 3 / 4 / plugin.DefaultSlotSize)
+	if slots < 8 {
+		return 0, 0, configErr(fmt.Errorf("--max-memory %s is too small: the arena needs at least %s", a.maxMemory, bytesize.Human(8*plugin.DefaultSlotSize*4/3)))
+	}
+	heap = n - uint64(slots)*plugin.DefaultSlotSize
+	return slots, heap, nil
+}
+
+// newHost creates the arena and the plugin host.
+func (a *app) newHost() (*host.Host, *plugin.Arena, uint64, error) {
+	slots, heap, err := a.budget()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	arena, err := plugin.NewArena(slots, plugin.DefaultSlotSize)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	h := host.New(host.Options{
+		Builtins:   builtins,
+		InProcess:  a.inProcess,
+		Arena:      arena,
+		PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv)),
+	})
+	return h, arena, heap, nil
+}
+
+func (a *app) workerCount() int {
+	if a.workers > 0 {
+		return a.workers
+	}
+	return runtime.GOMAXPROCS(0)
+}

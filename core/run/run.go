@@ -1,0 +1,712 @@
+// Package run executes a plan: it streams every needed source tensor through
+// its ops to its sinks, in parallel, inside a memory budget, then commits
+// every sink, or aborts them all so nothing half-written is left under an
+// output's name.
+//
+// Memory is the shared arena (reserved per tensor job, so a job that starts
+// can always finish) plus a byte budget for the rare ops that need a whole
+// tensor at once. Tensor bytes that need no change reach sinks as file
+// references and never pass through memory.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sluice-ml/sluice/core/pipeline"
+	"github.com/sluice-ml/sluice/core/plan"
+	"github.com/sluice-ml/sluice/sdk/plugin"
+)
+
+// Options configure a run.
+type Options struct {
+	// Arena is the shared memory every chunk lives in.
+	Arena *plugin.Arena
+	// HeapBudget bounds the bytes held outside the arena by whole-tensor ops.
+	HeapBudget uint64
+	// Workers bounds the goroutines applying ops at once; 0 means GOMAXPROCS.
+	Workers int
+	// Sources gives the opened source of every source stage.
+	Sources map[*pipeline.Stage]plugin.Source
+	// Progress, when set, hears about the bytes done.
+	Progress Progress
+}
+
+// Progress receives progress reports. Implementations must be safe for
+// concurrent use.
+type Progress interface {
+	// Start announces the total bytes of source data to process.
+	Start(total uint64, tensors int)
+	// Advance reports n more bytes done.
+	Advance(n uint64)
+	// TensorDone reports one tensor finished.
+	TensorDone(name string)
+}
+
+// Result is what a successful run wrote.
+type Result struct {
+	// Artifacts lists each sink's committed files, in plan order.
+	Artifacts []SinkArtifacts
+	// Bytes is the source data processed.
+	Bytes uint64
+}
+
+// SinkArtifacts are one sink's outputs.
+type SinkArtifacts struct {
+	Stage     *pipeline.Stage
+	Artifacts []plugin.Artifact
+}
+
+// Execute runs the plan. On failure every sink is aborted.
+func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	r := &runner{opts: opts, cpu: semaphore.NewWeighted(int64(opts.Workers)), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))), files: map[string]*os.File{}}
+	defer r.closeFiles()
+
+	begun := make([]*plan.SinkPlan, 0, len(pl.Sinks))
+	abort := func(cause error) error {
+		actx := context.WithoutCancel(ctx)
+		for _, sk := range begun {
+			if err := sk.Sink.Abort(actx); err != nil {
+				cause = errors.Join(cause, fmt.Errorf("%s: abort: %w", sk.Stage.Addr(), err))
+			}
+		}
+		return cause
+	}
+	for _, sk := range pl.Sinks {
+		begun = append(begun, sk)
+		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID}
+		if err := sk.Sink.Begin(ctx, sk.Final, opt); err != nil {
+			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
+		}
+	}
+
+	var total uint64
+	for _, t := range pl.Trees {
+		total += t.Tensor.Size
+	}
+	if opts.Progress != nil {
+		opts.Progress.Start(total, len(pl.Trees))
+	}
+	if err := r.runTrees(ctx, pl.Trees); err != nil {
+		return nil, abort(err)
+	}
+	res := &Result{Bytes: total}
+	for i, sk := range pl.Sinks {
+		arts, err := sk.Sink.Commit(ctx)
+		if err != nil {
+			begun = pl.Sinks[i:]
+			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
+		}
+		res.Artifacts = append(res.Artifacts, SinkArtifacts{Stage: sk.Stage, Artifacts: arts})
+	}
+	return res, nil
+}
+
+type runner struct {
+	opts Options
+	cpu  *semaphore.Weighted
+	heap *semaphore.Weighted
+
+	mu    sync.Mutex
+	files map[string]*os.File
+}
+
+func (r *runner) closeFiles() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// file returns a shared read handle of a source file.
+func (r *runner) file(p string) (*os.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.files[p]; ok {
+		return f, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	r.files[p] = f
+	return f, nil
+}
+
+// runTrees runs the tensor jobs, several at once.
+func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(2*r.opts.Workers + 2)
+	for _, t := range trees {
+		t := t
+		g.Go(func() error {
+			if err := r.runTree(ctx, t); err != nil {
+				if ctx.Err() != nil && !isOwnError(err) {
+					return ctx.Err()
+				}
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func isOwnError(err error) bool {
+	return !errors.Is(err, context.Canceled)
+}
+
+// treeError names the tensor a failure belongs to.
+type treeError struct {
+	tree *plan.Tree
+	leaf *plan.Leaf
+	err  error
+}
+
+func (e *treeError) Error() string {
+	if e.leaf != nil {
+		return fmt.Sprintf("%s: tensor %q: %v", e.leaf.Sink.Stage.Addr(), e.leaf.Name, e.err)
+	}
+	return fmt.Sprintf("%s: tensor %q: %v", e.tree.Source.Addr(), e.tree.Tensor.Name, e.err)
+}
+
+func (e *treeError) Unwrap() error { return e.err }
+
+// layout is how a tree's bytes are cut.
+type layout struct {
+	chunk   uint64 // root bytes per chunk; 0 for whole-tensor processing
+	align   uint64 // every chunk is a multiple of align root bytes
+	nodes   int    // nodes with an op
+	streams bool   // some leaf needs the root's bytes streamed
+}
+
+// planLayout picks the root chunk size so that every chunk holds whole units
+// of every op and no node's chunk exceeds a slot.
+func planLayout(t *plan.Tree, slot uint64) layout {
+	l := layout{align: 1}
+	root := t.Root
+	if len(root.Children) == 0 && t.Tensor.Location != nil {
+		return l // every leaf takes the file reference
+	}
+	l.streams = true
+	if root.Size == 0 {
+		l.chunk = 1
+		return l
+	}
+	rootSize := new(big.Int).SetUint64(root.Size)
+	align := big.NewInt(1)
+	maxRatioNum, maxRatioDen := uint64(1), uint64(1) // largest node size / root size
+	whole := false
+	var walk func(n *plan.Node)
+	walk = func(n *plan.Node) {
+		for _, c := range n.Children {
+			l.nodes++
+			in, _ := c.Op.UnitBytes()
+			if in == 0 || n.Size == 0 || in >= n.Size {
+				whole = whole || (in != 0 && in >= n.Size && n.Size > slot)
+				if in >= n.Size {
+					// The whole parent is one unit.
+					u := new(big.Int).Set(rootSize)
+					align = lcm(align, u)
+				}
+			} else {
+				// unit in root bytes = in * rootSize / parentSize
+				num := new(big.Int).Mul(new(big.Int).SetUint64(in), rootSize)
+				q, m := new(big.Int).QuoRem(num, new(big.Int).SetUint64(n.Size), new(big.Int))
+				if m.Sign() != 0 {
+					align = lcm(align, rootSize)
+				} else {
+					align = lcm(align, q)
+				}
+			}
+			if c.Size*maxRatioDen > maxRatioNum*root.Size {
+				maxRatioNum, maxRatioDen = c.Size, root.Size
+			}
+			walk(c)
+		}
+	}
+	walk(root)
+	if !align.IsUint64() || whole {
+		return layout{chunk: 0, nodes: l.nodes, streams: true}
+	}
+	l.align = align.Uint64()
+	// chunk * maxRatio ≤ slot → chunk ≤ slot * den / num
+	limit := new(big.Int).Mul(new(big.Int).SetUint64(slot), new(big.Int).SetUint64(maxRatioDen))
+	limit.Quo(limit, new(big.Int).SetUint64(maxRatioNum))
+	if !limit.IsUint64() {
+		limit.SetUint64(slot)
+	}
+	chunk := limit.Uint64() / l.align * l.align
+	if chunk == 0 {
+		return layout{chunk: 0, nodes: l.nodes, streams: true}
+	}
+	l.chunk = chunk
+	return l
+}
+
+func lcm(a, b *big.Int) *big.Int {
+	if a.Sign() == 0 || b.Sign() == 0 {
+		return new(big.Int).Set(a)
+	}
+	g := new(big.Int).GCD(nil, nil, a, b)
+	return new(big.Int).Mul(new(big.Int).Quo(a, g), b)
+}
+
+// runTree streams one source tensor to every leaf of its tree.
+func (r *runner) runTree(ctx context.Context, t *plan.Tree) error {
+	slot := uint64(r.opts.Arena.SlotSize())
+	lay := planLayout(t, slot)
+	g, ctx := errgroup.WithContext(ctx)
+
+	// Leaves at the root of a file-backed tensor take the file reference.
+	var streamLeaves []plan.Leaf
+	fileLeaves := 0
+	for i := range t.Root.Leaves {
+		leaf := t.Root.Leaves[i]
+		if t.Tensor.Location != nil {
+			fileLeaves++
+			g.Go(func() error {
+				data := plugin.FileData(*t.Tensor.Location)
+				if err := leaf.Sink.Sink.Write(ctx, leaf.Name, data); err != nil {
+					return &treeError{tree: t, leaf: &leaf, err: err}
+				}
+				return nil
+			})
+			continue
+		}
+		streamLeaves = append(streamLeaves, leaf)
+	}
+	if len(t.Root.Children) == 0 && len(streamLeaves) == 0 {
+		err := g.Wait()
+		if err == nil {
+			r.done(t, t.Tensor.Size)
+		}
+		return err
+	}
+	if lay.chunk == 0 {
+		g.Go(func() error { return r.runWhole(ctx, t, streamLeaves) })
+	} else {
+		g.Go(func() error { return r.runStream(ctx, t, lay, streamLeaves) })
+	}
+	err := g.Wait()
+	if err == nil {
+		r.done(t, 0)
+	}
+	return err
+}
+
+func (r *runner) done(t *plan.Tree, n uint64) {
+	if p := r.opts.Progress; p != nil {
+		if n > 0 {
+			p.Advance(n)
+		}
+		p.TensorDone(t.Tensor.Name)
+	}
+}
+
+// openRoot starts reading the source tensor into chunks of the pool.
+func (r *runner) openRoot(ctx context.Context, t *plan.Tree, pool *plugin.Pool, align, maxChunk uint64) (plugin.ChunkReader, error) {
+	if loc := t.Tensor.Location; loc != nil {
+		f, err := r.file(loc.Path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		end := loc.Offset + loc.Length
+		if end < loc.Offset || end > uint64(fi.Size()) || loc.Length != t.Tensor.Size {
+			return nil, &plugin.InputError{File: loc.Path, Tensor: t.Tensor.Name,
+				Msg: fmt.Sprintf("bytes [%d, %d) of a %d-byte tensor lie outside the file of %d bytes", loc.Offset, end, t.Tensor.Size, fi.Size())}
+		}
+		return plugin.ReadChunks(io.NewSectionReader(f, int64(loc.Offset), int64(loc.Length)), t.Tensor.Size, pool, int(align), int(maxChunk)), nil
+	}
+	src := r.opts.Sources[t.Source]
+	if cs, ok := src.(plugin.ChunkSource); ok {
+		return cs.OpenChunks(ctx, t.Tensor.Name, pool, int(align), int(maxChunk))
+	}
+	rc, err := src.Open(ctx, t.Tensor.Name)
+	if err != nil {
+		return nil, err
+	}
+	return plugin.ReadChunks(rc, t.Tensor.Size, pool, int(align), int(maxChunk)), nil
+}
+
+// bundle is one root chunk and everything computed from it.
+type bundle struct {
+	seq  int
+	root *plugin.Chunk
+	out  map[*plan.Node]*plugin.Chunk
+	err  error
+}
+
+func (b *bundle) release() {
+	if b.root != nil {
+		b.root.Release()
+	}
+	for _, c := range b.out {
+		c.Release()
+	}
+}
+
+// leafFeed delivers chunks to one sink's Write.
+type leafFeed struct {
+	leaf plan.Leaf
+	node *plan.Node
+	ch   chan *plugin.Chunk
+}
+
+// chanReader reads a leaf's chunks from its channel.
+type chanReader struct {
+	ch <-chan *plugin.Chunk
+}
+
+func (c *chanReader) NextChunk(ctx context.Context) (*plugin.Chunk, error) {
+	select {
+	case ch, ok := <-c.ch:
+		if !ok {
+			return nil, io.EOF
+		}
+		return ch, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *chanReader) Close() error { return nil }
+
+// drain releases whatever is left in a channel after its reader stopped.
+func drain(ch <-chan *plugin.Chunk) {
+	for c := range ch {
+		c.Release()
+	}
+}
+
+func (r *runner) startLeaves(ctx context.Context, g *errgroup.Group, t *plan.Tree, feeds []*leafFeed) {
+	for _, f := range feeds {
+		f := f
+		g.Go(func() error {
+			data := plugin.NewChunkData(ctx, f.node.Size, &chanReader{ch: f.ch}, nil)
+			err := f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data)
+			data.Close()
+			go drain(f.ch)
+			if err != nil {
+				return &treeError{tree: t, leaf: &f.leaf, err: err}
+			}
+			if data.Consumed() != f.node.Size {
+				return &treeError{tree: t, leaf: &f.leaf, err: fmt.Errorf("the sink took %d of the tensor's %d bytes", data.Consumed(), f.node.Size)}
+			}
+			return nil
+		})
+	}
+}
+
+// feeds lists the leaves that receive streamed chunks.
+func feedsOf(t *plan.Tree, rootLeaves []plan.Leaf) []*leafFeed {
+	var out []*leafFeed
+	for _, l := range rootLeaves {
+		out = append(out, &leafFeed{leaf: l, node: t.Root, ch: make(chan *plugin.Chunk, 2)})
+	}
+	var walk func(n *plan.Node)
+	walk = func(n *plan.Node) {
+		for _, c := range n.Children {
+			for _, l := range c.Leaves {
+				out = append(out, &leafFeed{leaf: l, node: c, ch: make(chan *plugin.Chunk, 2)})
+			}
+			walk(c)
+		}
+	}
+	walk(t.Root)
+	return out
+}
+
+// runStream processes a tree chunk by chunk: a reader, workers applying ops
+// in parallel, and an emitter delivering chunks to each sink in order.
+func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLeaves []plan.Leaf) error {
+	feeds := feedsOf(t, rootLeaves)
+	chunks := (t.Tensor.Size + lay.chunk - 1) / lay.chunk
+	workers := 1
+	if lay.nodes > 0 && chunks > 1 {
+		workers = int(min(uint64(r.opts.Workers), chunks))
+	}
+	// At most workers+1 chunks are between the reader and the emitter, each
+	// with one slot per node; each sink holds a few more.
+	inFlight := workers + 1
+	need := (1+lay.nodes)*inFlight + 3*len(feeds)
+	if need > r.opts.Arena.Slots() {
+		return &treeError{tree: t, err: fmt.Errorf("needs %d arena slots at once (%d ops, %d sinks), the arena has %d; raise --max-memory", need, lay.nodes, len(feeds), r.opts.Arena.Slots())}
+	}
+	tickets := make(chan struct{}, inFlight)
+	pool, err := r.opts.Arena.Reserve(ctx, need)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	g, ctx := errgroup.WithContext(ctx)
+	r.startLeaves(ctx, g, t, feeds)
+
+	cr, err := r.openRoot(ctx, t, pool, lay.align, lay.chunk)
+	if err != nil {
+		for _, f := range feeds {
+			close(f.ch)
+		}
+		g.Wait()
+		return &treeError{tree: t, err: err}
+	}
+	defer cr.Close()
+
+	in := make(chan *bundle, workers)
+	out := make(chan *bundle, workers)
+	// Reader.
+	g.Go(func() error {
+		defer close(in)
+		for seq := 0; ; seq++ {
+			select {
+			case tickets <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			c, err := cr.NextChunk(ctx)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return &treeError{tree: t, err: err}
+			}
+			select {
+			case in <- &bundle{seq: seq, root: c}:
+			case <-ctx.Done():
+				c.Release()
+				return ctx.Err()
+			}
+		}
+	})
+	// Workers.
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		g.Go(func() error {
+			defer wg.Done()
+			for b := range in {
+				b.out = map[*plan.Node]*plugin.Chunk{}
+				b.err = r.apply(ctx, pool, t.Root, b.root, b)
+				select {
+				case out <- b:
+				case <-ctx.Done():
+					b.release()
+					return ctx.Err()
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		wg.Wait()
+		close(out)
+		return nil
+	})
+	// Emitter: in order.
+	g.Go(func() error {
+		defer func() {
+			for _, f := range feeds {
+				close(f.ch)
+			}
+		}()
+		pending := map[int]*bundle{}
+		next := 0
+		defer func() {
+			for _, b := range pending {
+				b.release()
+			}
+		}()
+		for b := range out {
+			if b.err != nil {
+				b.release()
+				return &treeError{tree: t, err: b.err}
+			}
+			pending[b.seq] = b
+			for {
+				b, ok := pending[next]
+				if !ok {
+					break
+				}
+				delete(pending, next)
+				next++
+				n := uint64(len(b.root.Data))
+				for _, f := range feeds {
+					c := b.root
+					if f.node != t.Root {
+						c = b.out[f.node]
+					}
+					c.Retain()
+					select {
+					case f.ch <- c:
+					case <-ctx.Done():
+						c.Release()
+						b.release()
+						return ctx.Err()
+					}
+				}
+				b.release()
+				<-tickets
+				if p := r.opts.Progress; p != nil {
+					p.Advance(n)
+				}
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// apply computes every child of node from its chunk, recursively.
+func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, in *plugin.Chunk, b *bundle) error {
+	for _, c := range node.Children {
+		inUnit, outUnit := c.Op.UnitBytes()
+		units := uint64(len(in.Data)) / inUnit
+		if units*inUnit != uint64(len(in.Data)) {
+			return fmt.Errorf("internal: chunk of %d bytes is not a whole number of %d-byte units for %s", len(in.Data), inUnit, c.Op)
+		}
+		dst, err := pool.Get(ctx)
+		if err != nil {
+			return err
+		}
+		dst.Data = dst.Data[:units*outUnit]
+		dst.Offset = in.Offset / inUnit * outUnit
+		if err := r.cpu.Acquire(ctx, 1); err != nil {
+			dst.Release()
+			return err
+		}
+		err = c.Op.Apply(dst.Data, in.Data)
+		r.cpu.Release(1)
+		b.out[c] = dst
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Op, err)
+		}
+		if err := r.apply(ctx, pool, c, dst, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runWhole processes a tree whose ops need the whole tensor at once, in heap
+// memory taken from the byte budget.
+func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.Leaf) error {
+	need := t.Root.Size
+	var walk func(n *plan.Node)
+	walk = func(n *plan.Node) {
+		for _, c := range n.Children {
+			need += c.Size
+			walk(c)
+		}
+	}
+	walk(t.Root)
+	if need > r.opts.HeapBudget {
+		return &treeError{tree: t, err: fmt.Errorf("the ops on this tensor need it whole: %d bytes, more than the %d bytes the memory budget leaves outside the arena; raise --max-memory", need, r.opts.HeapBudget)}
+	}
+	if err := r.heap.Acquire(ctx, int64(need)); err != nil {
+		return err
+	}
+	defer r.heap.Release(int64(need))
+
+	feeds := feedsOf(t, rootLeaves)
+	pool, err := r.opts.Arena.Reserve(ctx, min(2+2*len(feeds), r.opts.Arena.Slots()))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	root := make([]byte, t.Root.Size)
+	cr, err := r.openRoot(ctx, t, pool, 1, 0)
+	if err != nil {
+		return &treeError{tree: t, err: err}
+	}
+	for {
+		c, err := cr.NextChunk(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			cr.Close()
+			return &treeError{tree: t, err: err}
+		}
+		copy(root[c.Offset:], c.Data)
+		c.Release()
+	}
+	cr.Close()
+	bufs := map[*plan.Node][]byte{t.Root: root}
+	var compute func(n *plan.Node) error
+	compute = func(n *plan.Node) error {
+		for _, c := range n.Children {
+			dst := make([]byte, c.Size)
+			if err := r.cpu.Acquire(ctx, 1); err != nil {
+				return err
+			}
+			err := c.Op.Apply(dst, bufs[n])
+			r.cpu.Release(1)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Op, err)
+			}
+			bufs[c] = dst
+			if err := compute(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := compute(t.Root); err != nil {
+		return &treeError{tree: t, err: err}
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	r.startLeaves(ctx, g, t, feeds)
+	g.Go(func() error {
+		defer func() {
+			for _, f := range feeds {
+				close(f.ch)
+			}
+		}()
+		for _, f := range feeds {
+			buf := bufs[f.node]
+			for off := 0; off < len(buf); {
+				c, err := pool.Get(ctx)
+				if err != nil {
+					return err
+				}
+				n := copy(c.Data, buf[off:])
+				c.Data = c.Data[:n]
+				c.Offset = uint64(off)
+				select {
+				case f.ch <- c:
+				case <-ctx.Done():
+					c.Release()
+					return ctx.Err()
+				}
+				off += n
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if p := r.opts.Progress; p != nil {
+		p.Advance(t.Root.Size)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package transform
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/sluice-ml/sluice/sdk/codec"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// ConvertOp returns the op that turns the bytes of in into dtype to (a cast,
+// a quantization, a dequantization, or both). The shape is unchanged; the
+// returned TensorInfo describes the output. A dtype the codecs cannot read or
+// write is an error that names the tensor and the dtype.
+func ConvertOp(in *tensor.TensorInfo, to tensor.DType) (Op, tensor.TensorInfo, error) {
+	out := in.Clone()
+	out.DType = to
+	out.Location = nil
+	if codec.IsQTensor(in.DType) || codec.IsQTensor(to) {
+		return qtensorConvert(in, &out)
+	}
+	if !codec.CanDecode(in.DType) {
+		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded, so it cannot become %s", in.DType, to)}
+	}
+	if !codec.CanEncode(to) {
+		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot encode dtype %s", to)}
+	}
+	size, err := to.ShapeByteSize(in.Shape)
+	if err != nil {
+		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot become %s: %v", to, err)}
+	}
+	out.Size = size
+	unit := lcmBlock(in.DType, to)
+	inBytes, _ := in.DType.ByteSize(unit)
+	outBytes, _ := to.ByteSize(unit)
+	return &convertOp{from: in.DType, to: to, unit: unit, inBytes: inBytes, outBytes: outBytes}, out, nil
+}
+
+// lcmBlock returns the least number of elements that is a whole number of
+// blocks of both dtypes.
+func lcmBlock(a, b tensor.DType) uint64 {
+	ia, _ := a.Info()
+	ib, _ := b.Info()
+	x, y := max(ia.BlockSize, 1), max(ib.BlockSize, 1)
+	g := x
+	for h := y; h != 0; {
+		g, h = h, g%h
+	}
+	hi, lo := bits.Mul64(x/g, y)
+	if hi != 0 {
+		return x
+	}
+	return lo
+}
+
+type convertOp struct {
+	from, to          tensor.DType
+	unit              uint64
+	inBytes, outBytes uint64
+}
+
+func (o *convertOp) String() string { return fmt.Sprintf("%s → %s", o.from, o.to) }
+
+func (o *convertOp) UnitBytes() (uint64, uint64) { return o.inBytes, o.outBytes }
+
+func (o *convertOp) Apply(dst, src []byte) error {
+	n := uint64(len(src)) / o.inBytes * o.unit
+	return codec.Convert(o.from, o.to, dst, src, int(n))
+}
+
+// qtensorConvert handles conversions from or to an apsim QTensor, whose
+// scales make the whole tensor one unit.
+func qtensorConvert(in, out *tensor.TensorInfo) (Op, tensor.TensorInfo, error) {
+	n, err := in.Elements()
+	if err != nil {
+		return nil, *out, &TensorError{Tensor: in.Name, Msg: err.Error()}
+	}
+	if codec.IsQTensor(out.DType) {
+		size, err := codec.QTensorSize(out)
+		if err != nil {
+			return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot become %s: %v", out.DType, err)}
+		}
+		out.Size = size
+	} else {
+		if !codec.CanEncode(out.DType) {
+			return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot encode dtype %s", out.DType)}
+		}
+		size, err := out.DType.ShapeByteSize(out.Shape)
+		if err != nil {
+			return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot become %s: %v", out.DType, err)}
+		}
+		out.Size = size
+	}
+	if !codec.IsQTensor(in.DType) && !codec.CanDecode(in.DType) {
+		return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded", in.DType)}
+	}
+	inInfo := in.Clone()
+	return &wholeConvert{in: inInfo, out: out.Clone(), n: n}, *out, nil
+}
+
+type wholeConvert struct {
+	in, out tensor.TensorInfo
+	n       uint64
+}
+
+func (o *wholeConvert) String() string { return fmt.Sprintf("%s → %s", o.in.DType, o.out.DType) }
+
+func (o *wholeConvert) UnitBytes() (uint64, uint64) { return o.in.Size, o.out.Size }
+
+func (o *wholeConvert) Apply(dst, src []byte) error {
+	vals := make([]float32, o.n)
+	var err error
+	if codec.IsQTensor(o.in.DType) {
+		err = codec.DecodeQTensor(&o.in, vals, src)
+	} else {
+		err = codec.DecodeFloat32(o.in.DType, vals, src)
+	}
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", o.in.Name, err)
+	}
+	if codec.IsQTensor(o.out.DType) {
+		return codec.EncodeQTensor(&o.out, dst, vals)
+	}
+	return codec.EncodeFloat32(o.out.DType, dst, vals)
+}
