@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
+	"github.com/sluice-ml/sluice/sdk/tokenizer"
 )
 
 // QuantizationVersion is ggml's GGML_QNT_VERSION, written as
@@ -58,6 +59,7 @@ type hfConversion struct {
 	arch   string // general.architecture
 	cfg    hfConfig
 	in     *tensor.Manifest
+	note   string // set by metadata: what the plan should say about the tokenizer
 }
 
 // newHFConversion returns nil when no conversion applies: no architecture
@@ -316,10 +318,11 @@ func (c *hfConversion) metadata(specs []TensorSpec, dtype tensor.DType) (tensor.
 	if err := c.ropeScaling(&md); err != nil {
 		return md, err
 	}
-	tok, err := tokenizerMetadata(&c.in.Metadata)
+	tok, note, err := tokenizerMetadata(&c.in.Metadata)
 	if err != nil {
 		return md, err
 	}
+	c.note = note
 	tok.All(func(k string, v tensor.Value) bool {
 		md.Set(k, v)
 		return true
@@ -366,9 +369,28 @@ func (c *hfConversion) ropeScaling(md *tensor.Metadata) error {
 }
 
 // tokenizerMetadata converts the checkpoint's tokenizer.json and
-// tokenizer_config.json into tokenizer.ggml.* keys and the chat template.
-// It is wired to sdk/tokenizer once that package lands; until then it writes
-// no tokenizer keys.
-func tokenizerMetadata(md *tensor.Metadata) (tensor.Metadata, error) {
-	return tensor.Metadata{}, nil
+// tokenizer_config.json into llama.cpp's tokenizer.ggml.* keys and the chat
+// template, with sdk/tokenizer (the pre-tokenizer is named from
+// tokenizer.json's own configuration, never from a hash). A checkpoint
+// without tokenizer.json gets no tokenizer keys; the plan says so.
+func tokenizerMetadata(md *tensor.Metadata) (tensor.Metadata, string, error) {
+	tokJSON, ok := md.Get(tensor.MetaHFTokenizer)
+	if !ok {
+		return tensor.Metadata{}, "the checkpoint has no tokenizer.json: no tokenizer.ggml.* keys are written, and llama.cpp needs them to run the model", nil
+	}
+	tj, _ := tokJSON.Str()
+	var tc, cfg []byte
+	if v, ok := md.Get(tensor.MetaHFTokenizerConfig); ok {
+		s, _ := v.Str()
+		tc = []byte(s)
+	}
+	if v, ok := md.Get(tensor.MetaHFConfig); ok {
+		s, _ := v.Str()
+		cfg = []byte(s)
+	}
+	out, err := tokenizer.GGUFMetadata([]byte(tj), tc, tokenizer.GGUFOptions{ConfigJSON: cfg})
+	if err != nil {
+		return tensor.Metadata{}, "", &plugin.InputError{File: "tokenizer.json", Msg: "cannot be converted to GGUF tokenizer keys", Err: err}
+	}
+	return *out, "", nil
 }

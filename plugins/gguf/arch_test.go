@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
+	"github.com/sluice-ml/sluice/sdk/tokenizer"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -21,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // a Hugging Face source describes it: bf16 tensors with HF names and
 // config.json carried verbatim in the metadata.
 func hfCheckpoint(family string) (*tensor.Manifest, map[string][]byte) {
-	const hidden, inter, heads, kvHeads, headDim, vocab, layers = 64, 128, 4, 2, 16, 96, 2
+	const hidden, inter, heads, kvHeads, headDim, vocab, layers = 64, 128, 4, 2, 16, 288, 2
 	arch := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[family]
 	config := fmt.Sprintf(`{"architectures":[%q],"model_type":%q,"_name_or_path":"tiny/%s-test","hidden_size":%d,"intermediate_size":%d,
 "num_hidden_layers":%d,"num_attention_heads":%d,"num_key_value_heads":%d,"max_position_embeddings":256,"rms_norm_eps":1e-05,
@@ -61,6 +63,12 @@ func hfCheckpoint(family string) (*tensor.Manifest, map[string][]byte) {
 	m.Metadata = tensor.Metadata{}
 	m.Metadata.Set(tensor.MetaHFConfig, tensor.StringValue(config))
 	m.Metadata.Set(tensor.MetaHFGenerationConfig, tensor.StringValue(`{"bos_token_id":1}`))
+	tok, tokCfg := spmTokenizer()
+	if family == "qwen2" || family == "qwen3" {
+		tok, tokCfg = byteLevelTokenizer()
+	}
+	m.Metadata.Set(tensor.MetaHFTokenizer, tensor.StringValue(tok))
+	m.Metadata.Set(tensor.MetaHFTokenizerConfig, tensor.StringValue(tokCfg))
 	m.Metadata.Set("format", tensor.StringValue("pt"))
 	return m, data
 }
@@ -176,6 +184,27 @@ func TestHuggingFaceLlamaToGGUF(t *testing.T) {
 			t.Errorf("Hugging Face file written as key %s", k)
 		}
 	}
+	for key, want := range map[string]uint64{
+		"llama.block_count": 2, "llama.context_length": 256, "llama.embedding_length": 64, "llama.feed_forward_length": 128,
+		"llama.attention.head_count": 4, "llama.attention.head_count_kv": 2, "llama.vocab_size": 288,
+		"llama.rope.dimension_count": 16, "general.file_type": 32, "general.quantization_version": 2,
+	} {
+		if v, _ := f.Metadata.Get(key); v.Type() != tensor.TypeU32 || v.Bits() != want {
+			t.Errorf("%s = %v (%s), want u32 %d", key, v, v.Type(), want)
+		}
+	}
+	if v, _ := f.Metadata.Get("llama.attention.layer_norm_rms_epsilon"); v.Bits() != uint64(math.Float32bits(1e-5)) {
+		t.Errorf("rms epsilon %v", v)
+	}
+	if got := f.Metadata.String("general.name") + " " + f.Metadata.String("general.size_label") + " " + f.Metadata.String("tokenizer.ggml.model"); got != "llama-test 111K llama" {
+		t.Errorf("name, size label, tokenizer model = %q", got)
+	}
+	if !strings.Contains(f.Metadata.String("tokenizer.chat_template"), "m.role") {
+		t.Errorf("chat template %q", f.Metadata.String("tokenizer.chat_template"))
+	}
+	if _, err := tokenizer.FromGGUF(&f.Metadata); err != nil {
+		t.Errorf("the written tokenizer keys do not load: %v", err)
+	}
 	// Q and K rows are permuted (K with the KV head count); V is not.
 	rowBytes := 64 * 2
 	if got, want := sectionBytes(t, f, "blk.1.attn_q.weight"), rotateHalfToInterleaved(data["model.layers.1.self_attn.q_proj.weight"], 4, rowBytes); !bytes.Equal(got, want) {
@@ -194,6 +223,12 @@ func TestHuggingFaceQwenToGGUF(t *testing.T) {
 		t.Run(family, func(t *testing.T) {
 			f, data := convertHF(t, family)
 			checkGolden(t, "hf_"+family+".golden", describeGGUF(f))
+			if got := f.Metadata.String("tokenizer.ggml.model") + "/" + f.Metadata.String("tokenizer.ggml.pre"); got != "gpt2/qwen2" {
+				t.Errorf("tokenizer model/pre = %s", got)
+			}
+			if _, err := tokenizer.FromGGUF(&f.Metadata); err != nil {
+				t.Errorf("the written tokenizer keys do not load: %v", err)
+			}
 			// NeoX RoPE: no permutation.
 			if got := sectionBytes(t, f, "blk.0.attn_q.weight"); !bytes.Equal(got, data["model.layers.0.self_attn.q_proj.weight"]) {
 				t.Error("attn_q permuted for a NeoX-RoPE architecture")

@@ -215,6 +215,9 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 			return nil, err
 		}
 		md = cm
+		if conv.note != "" {
+			out.notes = append(out.notes, plugin.Decision{Msg: conv.note})
+		}
 	} else if a := s.cfg.Architecture; a != "" && a != "auto" {
 		md.Set("general.architecture", tensor.StringValue(a))
 	}
