@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"runtime"
 
@@ -34,6 +36,10 @@ const (
 type checkedReader struct {
 	r      io.Reader
 	in     *countingReader
+	// payload, when set, is the CRC32 of the compressed bytes, which must
+	// equal wantCRC at the end.
+	payload hash.Hash32
+	wantCRC uint32
 	want   int64 // declared output; -1 when unknown
 	got    int64
 	file   string
@@ -63,6 +69,15 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 		if c.want >= 0 && c.got < c.want {
 			return n, c.fail("compressed data ends after %d of the declared %d bytes", c.got, c.want)
 		}
+		if c.payload != nil {
+			if _, err := io.Copy(io.Discard, c.in); err != nil {
+				return n, c.fail("reading the compressed data: %v", err)
+			}
+			if sum := c.payload.Sum32(); sum != c.wantCRC {
+				return n, c.fail("the compressed data's CRC32 is %08x, the header says %08x", sum, c.wantCRC)
+			}
+			c.payload = nil
+		}
 		return n, io.EOF
 	}
 	if err != nil {
@@ -83,16 +98,22 @@ func (c *checkedReader) Close() error {
 	return nil
 }
 
-func zstdDecoder(r io.Reader) (*zstd.Decoder, error) {
+func zstdDecoder(r io.Reader, verify bool) (*zstd.Decoder, error) {
 	return zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxZstdWindow))
+		zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxZstdWindow), zstd.IgnoreChecksum(!verify))
 }
 
 // wholeFileDecoder decodes what follows the header of a compressed
 // aprender-layout file: an LZ4 block behind a 4-byte size, or zstd frames.
-func wholeFileDecoder(c Compression, r io.Reader, file string) (*checkedReader, error) {
+// With verify, the payload CRC the header may carry is checked at the end.
+func wholeFileDecoder(c Compression, r io.Reader, head []byte, verify bool, file string) (*checkedReader, error) {
 	in := &countingReader{r: r}
 	cr := &checkedReader{in: in, want: -1, file: file, off: aprenderHeaderSize}
+	if verify && hasPayloadCRC(head) {
+		cr.payload = crc32.NewIEEE()
+		cr.wantCRC = binary.LittleEndian.Uint32(head[44:])
+		in.r = io.TeeReader(r, cr.payload)
+	}
 	switch c {
 	case CompressionLZ4:
 		var prefix [4]byte
@@ -102,7 +123,7 @@ func wholeFileDecoder(c Compression, r io.Reader, file string) (*checkedReader, 
 		cr.want = int64(binary.LittleEndian.Uint32(prefix[:]))
 		cr.r = newLZ4BlockReader(in)
 	case CompressionZstd:
-		d, err := zstdDecoder(in)
+		d, err := zstdDecoder(in, verify)
 		if err != nil {
 			return nil, fmt.Errorf("%s: zstd: %w", file, err)
 		}
@@ -125,7 +146,7 @@ func tensorDecoder(c Compression, r io.Reader, raw uint64, file string, off int6
 		}
 		cr.r = zr
 	case CompressionZstd:
-		d, err := zstdDecoder(in)
+		d, err := zstdDecoder(in, true)
 		if err != nil {
 			return nil, fmt.Errorf("%s: zstd: %w", file, err)
 		}

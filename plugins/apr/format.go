@@ -78,6 +78,30 @@ const (
 	SpecFlagQuantized uint32 = 1 << 3
 )
 
+// payloadTag, in header bytes 48..52 of a compressed aprender-layout file,
+// says that bytes 44..48 hold the CRC32 of every byte after the header (the
+// compressed payload). This is Sluice's use of the reserved bytes, which
+// aprender writes as zero and never reads; the header CRC covers them. The
+// footer inside the compressed payload then checksums the header as it was
+// before: bytes 44..52 zero and the header CRC computed over that (the
+// footer cannot cover a checksum of itself).
+var payloadTag = [4]byte{'Z', 'C', 'R', 'C'}
+
+// hasPayloadCRC reports whether a header carries a payload CRC.
+func hasPayloadCRC(h []byte) bool { return [4]byte(h[48:52]) == payloadTag }
+
+// footerView returns the header bytes as the footer checksum covers them:
+// for a header with a payload CRC, the header as it was before the CRC was
+// added (bytes 44..52 zero, header CRC recomputed).
+func footerView(h []byte) []byte {
+	v := append([]byte(nil), h[:aprenderHeaderSize]...)
+	if hasPayloadCRC(v) {
+		clear(v[44:52])
+		binary.LittleEndian.PutUint32(v[40:], headerCRC(v))
+	}
+	return v
+}
+
 // crc64Table is CRC-64/XZ: the ECMA-182 polynomial, reflected, with
 // all-ones initial value and final xor (Go's hash/crc64 with crc64.ECMA).
 var crc64Table = crc64.MakeTable(crc64.ECMA)

@@ -368,7 +368,10 @@ func parseSpec(s *seqReader, h specHeader, limit int64) (*Info, error) {
 func headerBytes(r io.ReaderAt, size int64) ([]byte, error) {
 	n := min(size, aprenderHeaderSize)
 	b := make([]byte, n)
-	if _, err := r.ReadAt(b, 0); err != nil && !(err == io.EOF && n > 0) {
+	if n == 0 {
+		return b, nil
+	}
+	if _, err := r.ReadAt(b, 0); err != nil && err != io.EOF {
 		return nil, err
 	}
 	return b, nil

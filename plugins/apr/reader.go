@@ -136,7 +136,7 @@ func NewReader(r io.ReaderAt, size int64, opts ReadOptions) (*Reader, error) {
 // whole-file-compressed file to a temporary file, checking its footer when
 // verify. It returns the file and its (logical) size.
 func decompressToSpool(c Compression, head []byte, rest io.Reader, verify bool, dir, file string) (*os.File, int64, error) {
-	dec, err := wholeFileDecoder(c, rest, file)
+	dec, err := wholeFileDecoder(c, rest, head, verify, file)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -147,9 +147,12 @@ func decompressToSpool(c Compression, head []byte, rest io.Reader, verify bool, 
 	}
 	os.Remove(spool.Name()) // unlinked: gone when closed
 	th := newTrailerHash(LayoutAprender)
-	w := io.MultiWriter(spool, th)
-	w.Write(head[:aprenderHeaderSize])
-	n, err := io.CopyBuffer(w, dec, make([]byte, 1<<20))
+	th.Write(footerView(head))
+	if _, err := spool.Write(head[:aprenderHeaderSize]); err != nil {
+		spool.Close()
+		return nil, 0, fmt.Errorf("%s: writing the decompressed copy: %w", file, err)
+	}
+	n, err := io.CopyBuffer(io.MultiWriter(spool, th), dec, make([]byte, 1<<20))
 	if err != nil {
 		spool.Close()
 		var fe *binio.FormatError

@@ -106,7 +106,15 @@ const (
 type region struct{ off, n int64 }
 
 // NewSink returns a sink writing path with opts.
-func NewSink(path string, opts WriteOptions) *Sink { return &Sink{path: path, opts: opts} }
+func NewSink(path string, opts WriteOptions) *Sink {
+	if opts.Layout == "" {
+		opts.Layout = LayoutAprender
+	}
+	if opts.Compression == "" {
+		opts.Compression = CompressionNone
+	}
+	return &Sink{path: path, opts: opts}
+}
 
 func openSink(_ context.Context, cfg *SinkConfig) (plugin.Sink, error) {
 	opts, err := cfg.options()
@@ -512,8 +520,8 @@ func sealInPlace(f *os.File, path string, size int64, layout Layout) (plugin.Art
 }
 
 // finishWholeFile seals the uncompressed spool, then writes the output:
-// the 64-byte header as it is, everything after it as one LZ4 block or
-// zstd frame.
+// the 64-byte header, everything after it as one LZ4 block or zstd frame,
+// and the payload CRC in the header's reserved bytes.
 func (s *Sink) finishWholeFile(f *outFile) (plugin.Artifact, error) {
 	fp := f.plan
 	size := int64(fp.size)
@@ -525,29 +533,55 @@ func (s *Sink) finishWholeFile(f *outFile) (plugin.Artifact, error) {
 		return plugin.Artifact{}, err
 	}
 	f.out = out
-	sha := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(out.File, sha)}
-	cw.Write(fp.header)
-	switch s.opts.Compression {
-	case CompressionLZ4:
-		err = writeLZ4Block(cw, f.spool.File, aprenderHeaderSize, size-aprenderHeaderSize)
-	case CompressionZstd:
-		var enc io.WriteCloser
-		enc, err = newZstdWriter(cw, s.opts.Level, size-aprenderHeaderSize, true)
-		if err == nil {
-			_, err = io.Copy(enc, io.NewSectionReader(f.spool.File, aprenderHeaderSize, size-aprenderHeaderSize))
-			if cerr := enc.Close(); err == nil {
-				err = cerr
-			}
-		}
-	}
+	cw := &countWriter{w: out.File}
+	cw.Write(make([]byte, aprenderHeaderSize)) // the header is written last
+	crc, err := encodeWholeFile(cw, f.spool.File, size, s.opts.Compression, s.opts.Level)
 	if err == nil {
 		err = cw.err
 	}
 	if err != nil {
 		return plugin.Artifact{}, fmt.Errorf("compressing: %w", err)
 	}
+	if _, err := out.WriteAt(payloadHeader(fp.header, crc), 0); err != nil {
+		return plugin.Artifact{}, err
+	}
+	sha := sha256.New()
+	if _, err := io.Copy(sha, io.NewSectionReader(out.File, 0, cw.n)); err != nil {
+		return plugin.Artifact{}, fmt.Errorf("reading back: %w", err)
+	}
 	return plugin.Artifact{Path: fp.path, Size: uint64(cw.n), SHA256: hex.EncodeToString(sha.Sum(nil))}, nil
+}
+
+// payloadHeader returns a sealed header carrying the payload CRC.
+func payloadHeader(header []byte, crc uint32) []byte {
+	h := parseAprenderHeader(header)
+	binary.LittleEndian.PutUint32(h.Reserved[0:], crc)
+	copy(h.Reserved[4:8], payloadTag[:])
+	return h.sealed()
+}
+
+// encodeWholeFile compresses src[64, size) (a complete uncompressed file)
+// to w and returns the CRC32 of the compressed bytes.
+func encodeWholeFile(w io.Writer, src io.ReaderAt, size int64, c Compression, level int) (uint32, error) {
+	crc := crc32.NewIEEE()
+	w = io.MultiWriter(w, crc)
+	var err error
+	switch c {
+	case CompressionLZ4:
+		err = writeLZ4Block(w, src, aprenderHeaderSize, size-aprenderHeaderSize)
+	case CompressionZstd:
+		var enc io.WriteCloser
+		enc, err = newZstdWriter(w, level, size-aprenderHeaderSize, true)
+		if err == nil {
+			_, err = io.Copy(enc, io.NewSectionReader(src, aprenderHeaderSize, size-aprenderHeaderSize))
+			if cerr := enc.Close(); err == nil {
+				err = cerr
+			}
+		}
+	default:
+		err = fmt.Errorf("no whole-file compression %q", c)
+	}
+	return crc.Sum32(), err
 }
 
 // finishPerTensor lays the file out with the compressed sizes and copies

@@ -87,14 +87,15 @@ func NewStreamReader(r io.Reader, opts ReadOptions) (*StreamReader, error) {
 		}
 		logical := rest
 		if c := aprenderCompression(h.Flags); c != CompressionNone {
-			dec, err := wholeFileDecoder(c, rest, file)
+			dec, err := wholeFileDecoder(c, rest, head[:], sr.verify, file)
 			if err != nil {
 				return nil, err
 			}
 			sr.dec = dec
 			logical = dec
 		}
-		sr.s = newSeqStream(io.TeeReader(io.MultiReader(bytes.NewReader(head[:]), logical), sr.th), file)
+		sr.th.Write(footerView(head[:]))
+		sr.s = newSeqStream(io.MultiReader(bytes.NewReader(head[:]), io.TeeReader(logical, sr.th)), file)
 		if err := sr.s.skip(aprenderHeaderSize, "header"); err != nil {
 			return nil, err
 		}
