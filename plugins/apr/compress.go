@@ -34,18 +34,18 @@ const (
 // declared size, reports a short or long stream and any decoder failure
 // as ErrChecksum, and refuses output beyond the ratio cap.
 type checkedReader struct {
-	r      io.Reader
-	in     *countingReader
+	r  io.Reader
+	in *countingReader
 	// payload, when set, is the CRC32 of the compressed bytes, which must
 	// equal wantCRC at the end.
 	payload hash.Hash32
 	wantCRC uint32
-	want   int64 // declared output; -1 when unknown
-	got    int64
-	file   string
-	off    int64 // file offset of the compressed data
-	tensor string
-	close  func()
+	want    int64 // declared output; -1 when unknown
+	got     int64
+	file    string
+	off     int64 // file offset of the compressed data
+	tensor  string
+	close   func()
 }
 
 func (c *checkedReader) fail(format string, args ...any) error {
