@@ -182,3 +182,31 @@ func TestDescribeReadsNoStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestTorch2Wrappers covers the wrappers torch 2 writes around tensors
+// that carry Python attributes.
+func TestTorch2Wrappers(t *testing.T) {
+	p := newPickle().op('}')
+	// "p": _rebuild_parameter_with_state(tensor, False, OrderedDict(), {"tag": 1})
+	p.str("p").global("torch._utils", "_rebuild_parameter_with_state").op('(')
+	p.tensorV2("FloatStorage", "0", 6, 0, []int64{2, 3}, []int64{3, 1})
+	p.op(0x89).global("collections", "OrderedDict").op(')', 'R').op('}').str("tag").int(1).op('s', 't', 'R', 's')
+	// "t": _rebuild_from_type_v2(_rebuild_tensor_v2, torch.Tensor, args, {"note": "x"})
+	p.str("t").global("torch._tensor", "_rebuild_from_type_v2").op('(')
+	p.global("torch._utils", "_rebuild_tensor_v2").global("torch", "Tensor").op('(')
+	p.op('(').str("storage").global("torch", "FloatStorage").str("0").str("cpu").int(6).op('t', 'Q')
+	p.int(3).ints(3).ints(1).op(0x89).global("collections", "OrderedDict").op(')', 'R', 't')
+	p.op('}').str("note").str("x").op('s', 't', 'R', 's', '.')
+	path := writeZip(t, entry{name: "archive/data.pkl", data: p.Bytes()}, entry{name: "archive/data/0", data: le32(1, 2, 3, 4, 5, 6)})
+	s := openSource(t, Config{Path: path})
+	m, err := s.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tensors) != 2 || m.Tensors[1].Attr(tensor.AttrTiedTo) != "p" {
+		t.Fatalf("manifest %+v", m.Tensors)
+	}
+	if got := readTensor(t, s, m.Tensors[1]); !bytes.Equal(got, le32(4, 5, 6)) {
+		t.Errorf("t: %v", got)
+	}
+}

@@ -142,7 +142,7 @@ func TestHostileStructuresAreBounded(t *testing.T) {
 		},
 		"unknown storage type": {
 			pkl:  newPickle().op('}').str("w").do(func(p *pk) *pk { return p.tensorV2("ComplexFloatStorage", "0", 1, 0, []int64{1}, []int64{1}) }).op('s', '.').Bytes(),
-			want: "torch.ComplexFloatStorage is not allowed",
+			want: "global torch.ComplexFloatStorage: not allowed",
 		},
 		"REDUCE of a non-callable": {
 			pkl:  newPickle().global("torch", "float16").op(')', 'R', '.').Bytes(),

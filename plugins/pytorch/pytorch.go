@@ -33,7 +33,7 @@ func Plugin() *plugin.Plugin {
 			"checkpoints with pytorch_model.bin.index.json, and Hugging Face directories holding either. The pickle "+
 			"is read by a restricted unpickler that runs no code.",
 		func(ctx context.Context, cfg *Config) (plugin.Source, error) { return NewSource(*cfg) })
-	src.Extensions = []string{".bin", ".pt", ".pth"}
+	src.Extensions = []string{".bin", ".pt", ".pth", ".ckpt"}
 	src.Probe = Probe
 	return &plugin.Plugin{Name: "pytorch", Version: Version, Sources: []plugin.SourceType{src}}
 }

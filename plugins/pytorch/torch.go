@@ -1,6 +1,7 @@
 package pytorch
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"sort"
@@ -105,8 +106,8 @@ func findGlobal(module, name string) (pickle.Value, error) {
 			return dtypeValue{name: name, dtype: d}, nil
 		}
 	}
-	return nil, fmt.Errorf("global %s.%s is not allowed: a checkpoint may only name the tensor, storage and "+
-		"state-dict types torch.save writes (see docs/formats/pytorch.md); loading it could run code", module, name)
+	return nil, errors.New("not allowed; a checkpoint may only name the tensor, storage and state-dict types " +
+		"torch.save writes (see docs/formats/pytorch.md), and loading this one could run code")
 }
 
 // orderedDictClass is collections.OrderedDict.

@@ -266,7 +266,7 @@ func (m *machine) global(module, name string) error {
 	}
 	v, err := m.Find(module, name)
 	if err != nil {
-		return m.wrap(err, "global %s.%s refused", module, name)
+		return m.wrap(err, "global %s.%s", module, name)
 	}
 	return m.push(v)
 }
