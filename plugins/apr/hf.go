@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
+	"github.com/sluice-ml/sluice/sdk/tokenizer"
 )
 
 // maxVocab caps the vocabulary a tokenizer.json may declare (by its largest
@@ -79,12 +79,33 @@ func deriveHF(md *tensor.Metadata, notes *[]string) *derived {
 	if !ok {
 		return d
 	}
-	s, _ := raw.Str()
-	tok, err := parseHFTokenizer([]byte(s), cfg, gen, tokCfg)
-	if err != nil {
-		*notes = append(*notes, fmt.Sprintf("tokenizer.json not embedded: %v", err))
+	tokJSON, _ := raw.Str()
+	var archSlug string
+	if js, ok := d.fields["architecture"]; ok {
+		json.Unmarshal(js, &archSlug)
+	}
+	// sdk/tokenizer turns the files into the keys llama.cpp's converter
+	// writes, with the pre-tokenizer's name; those map to aprender's keys
+	// as a GGUF source's do.
+	tokMD, err := tokenizer.GGUFMetadata([]byte(tokJSON), []byte(md.String(tensor.MetaHFTokenizerConfig)),
+		tokenizer.GGUFOptions{ConfigJSON: []byte(md.String(tensor.MetaHFConfig))})
+	if err == nil && d.addGGUFTokenizer(tokMD, archSlug) {
+		for _, k := range tokMD.Keys() {
+			if !d.consumed[k] {
+				v, _ := tokMD.Get(k)
+				if js, err := appendJSONValue(nil, v); err == nil {
+					d.unmapped = append(d.unmapped, member{k, js})
+				}
+			}
+		}
 		return d
 	}
+	tok, perr := parseHFTokenizer([]byte(tokJSON), cfg, gen, tokCfg)
+	if perr != nil {
+		*notes = append(*notes, fmt.Sprintf("tokenizer.json not embedded: %v", perr))
+		return d
+	}
+	*notes = append(*notes, fmt.Sprintf("tokenizer.json embedded as read (no pre-tokenizer name: %v)", err))
 	tok.addTo(d)
 	return d
 }
@@ -449,14 +470,4 @@ func (t *hfTokenizer) addTo(d *derived) {
 	if js, ok := st.json(); ok {
 		d.fields["special_tokens"] = js
 	}
-}
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -239,12 +239,9 @@ func buildMeta(m *tensor.Manifest) (*aprMeta, error) {
 		if d.tensorShapes {
 			a.tensorShapes = true
 		}
-		for _, k := range d.unmapped {
-			if !customSeen[k] {
-				v, _ := md.Get(k)
-				if js, err := appendJSONValue(nil, v); err == nil {
-					addCustom(k, js)
-				}
+		for _, u := range d.unmapped {
+			if !customSeen[u.key] {
+				addCustom(u.key, u.json)
 			}
 		}
 	}
@@ -393,7 +390,7 @@ type derived struct {
 	fields       map[string][]byte
 	custom       []member
 	consumed     map[string]bool // source keys mapped (and so not copied)
-	unmapped     []string        // source keys copied as custom keys
+	unmapped     []member        // source keys copied as custom keys
 	tensorShapes bool
 }
 
@@ -470,64 +467,14 @@ func deriveGGUF(md *tensor.Metadata, arch string) *derived {
 		d.setField("rope_type", tensor.U32Value(rt))
 	}
 
-	tokens, _ := md.Get("tokenizer.ggml.tokens")
-	vocab, hasVocab := tokens.StringSlice()
-	if _, ok := d.fields["vocab_size"]; !ok && hasVocab {
-		d.setField("vocab_size", tensor.U64Value(uint64(len(vocab))))
-	}
-	if tmpl, ok := md.Get("tokenizer.chat_template"); ok {
-		if d.setField("chat_template", tmpl) {
-			d.consumed["tokenizer.chat_template"] = true
+	if _, ok := d.fields["vocab_size"]; !ok {
+		if tokens, ok := md.Get("tokenizer.ggml.tokens"); ok && tokens.Len() > 0 {
+			d.setField("vocab_size", tensor.U64Value(uint64(tokens.Len())))
 		}
 	}
-	if hasVocab {
-		d.consumed["tokenizer.ggml.tokens"] = true
-		d.addCustom("tokenizer.vocabulary", tokens)
-		d.addCustom("tokenizer.vocab_size", tensor.U64Value(uint64(len(vocab))))
-		copyKey := func(to, from string) {
-			if v, ok := md.Get(from); ok {
-				d.consumed[from] = true
-				d.addCustom(to, v)
-			}
-		}
-		if v, ok := md.Get("tokenizer.ggml.model"); ok {
-			d.consumed["tokenizer.ggml.model"] = true
-			d.addCustom("tokenizer.model", v)
-			d.addCustom("tokenizer.model_type", v)
-		}
-		copyKey("tokenizer.pre_type", "tokenizer.ggml.pre")
-		copyKey("tokenizer.merges", "tokenizer.ggml.merges")
-		copyKey("tokenizer.scores", "tokenizer.ggml.scores")
-		copyKey("tokenizer.token_type", "tokenizer.ggml.token_type")
-		copyKey("tokenizer.bos_token_id", "tokenizer.ggml.bos_token_id")
-		copyKey("tokenizer.eos_token_id", "tokenizer.ggml.eos_token_id")
-		copyKey("tokenizer.padding_token_id", "tokenizer.ggml.padding_token_id")
-		copyKey("tokenizer.add_bos_token", "tokenizer.ggml.add_bos_token")
-		if v, ok := md.Get("tokenizer.chat_template"); ok {
-			d.addCustom("tokenizer.chat_template", v)
-		}
-		d.addCustom("tokenizer.architecture", archV)
+	if d.addGGUFTokenizer(md, arch) {
 		if v, ok := md.Get("general.name"); ok {
 			d.addCustom("tokenizer.model_name", v)
-		}
-		tokenAt := func(key string) *string {
-			v, ok := md.Get(key)
-			if !ok {
-				return nil
-			}
-			id, ok := v.Uint()
-			if !ok || id >= uint64(len(vocab)) {
-				return nil
-			}
-			return &vocab[id]
-		}
-		st := specialTokens{
-			bos: tokenAt("tokenizer.ggml.bos_token_id"), eos: tokenAt("tokenizer.ggml.eos_token_id"),
-			unk: tokenAt("tokenizer.ggml.unknown_token_id"), pad: tokenAt("tokenizer.ggml.padding_token_id"),
-		}
-		st.findChatML(vocab)
-		if js, ok := st.json(); ok {
-			d.fields["special_tokens"] = js
 		}
 	}
 	for _, k := range md.Keys() {
@@ -536,10 +483,77 @@ func deriveGGUF(md *tensor.Metadata, arch string) *derived {
 		}
 		if strings.HasPrefix(k, "general.") || strings.HasPrefix(k, p) || strings.HasPrefix(k, "tokenizer.ggml.") {
 			d.consumed[k] = true
-			d.unmapped = append(d.unmapped, k)
+			v, _ := md.Get(k)
+			if js, err := appendJSONValue(nil, v); err == nil {
+				d.unmapped = append(d.unmapped, member{k, js})
+			}
 		}
 	}
 	return d
+}
+
+// addGGUFTokenizer maps GGUF tokenizer keys (tokenizer.ggml.*,
+// tokenizer.chat_template) to aprender's tokenizer.* keys, chat_template
+// and special_tokens. It reports false when md holds no token list.
+func (d *derived) addGGUFTokenizer(md *tensor.Metadata, arch string) bool {
+	if tmpl, ok := md.Get("tokenizer.chat_template"); ok {
+		if d.setField("chat_template", tmpl) {
+			d.consumed["tokenizer.chat_template"] = true
+		}
+	}
+	tokens, _ := md.Get("tokenizer.ggml.tokens")
+	vocab, ok := tokens.StringSlice()
+	if !ok || len(vocab) == 0 {
+		return false
+	}
+	d.consumed["tokenizer.ggml.tokens"] = true
+	d.addCustom("tokenizer.vocabulary", tokens)
+	d.addCustom("tokenizer.vocab_size", tensor.U64Value(uint64(len(vocab))))
+	copyKey := func(to, from string) {
+		if v, ok := md.Get(from); ok {
+			d.consumed[from] = true
+			d.addCustom(to, v)
+		}
+	}
+	if v, ok := md.Get("tokenizer.ggml.model"); ok {
+		d.consumed["tokenizer.ggml.model"] = true
+		d.addCustom("tokenizer.model", v)
+		d.addCustom("tokenizer.model_type", v)
+	}
+	copyKey("tokenizer.pre_type", "tokenizer.ggml.pre")
+	copyKey("tokenizer.merges", "tokenizer.ggml.merges")
+	copyKey("tokenizer.scores", "tokenizer.ggml.scores")
+	copyKey("tokenizer.token_type", "tokenizer.ggml.token_type")
+	copyKey("tokenizer.bos_token_id", "tokenizer.ggml.bos_token_id")
+	copyKey("tokenizer.eos_token_id", "tokenizer.ggml.eos_token_id")
+	copyKey("tokenizer.padding_token_id", "tokenizer.ggml.padding_token_id")
+	copyKey("tokenizer.add_bos_token", "tokenizer.ggml.add_bos_token")
+	if v, ok := md.Get("tokenizer.chat_template"); ok {
+		d.addCustom("tokenizer.chat_template", v)
+	}
+	if arch != "" {
+		d.addCustom("tokenizer.architecture", tensor.StringValue(arch))
+	}
+	tokenAt := func(key string) *string {
+		v, ok := md.Get(key)
+		if !ok {
+			return nil
+		}
+		id, ok := v.Uint()
+		if !ok || id >= uint64(len(vocab)) {
+			return nil
+		}
+		return &vocab[id]
+	}
+	st := specialTokens{
+		bos: tokenAt("tokenizer.ggml.bos_token_id"), eos: tokenAt("tokenizer.ggml.eos_token_id"),
+		unk: tokenAt("tokenizer.ggml.unknown_token_id"), pad: tokenAt("tokenizer.ggml.padding_token_id"),
+	}
+	st.findChatML(vocab)
+	if js, ok := st.json(); ok {
+		d.fields["special_tokens"] = js
+	}
+	return true
 }
 
 // specialTokens is aprender's special_tokens object.

@@ -240,6 +240,91 @@ func TestHFMetadataAndTokenizer(t *testing.T) {
 	if !a.hasVocab {
 		t.Error("HAS_VOCAB not set")
 	}
+	if !strings.Contains(strings.Join(a.notes, "\n"), "no pre-tokenizer name") {
+		t.Errorf("the fallback is not noted: %q", a.notes)
+	}
+}
+
+// sharedDir returns ../shared relative to the module root, or skips.
+func sharedDir(t *testing.T, sub string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", sub)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("reference data %s is absent: %v", p, err)
+	}
+	return p
+}
+
+// Real tokenizers (../shared/tokref) go through sdk/tokenizer: the
+// vocabulary, the pre-tokenizer's name, special ids and chat template.
+func TestRealTokenizers(t *testing.T) {
+	cases := []struct {
+		dir, model, pre string
+		n               int
+		bos             string
+		scores, merges  bool
+	}{
+		{"llama3", "gpt2", "llama-bpe", 128256, "128000", false, true},
+		{"llama2", "llama", "default", 32000, "1", true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			dir := sharedDir(t, filepath.Join("tokref", c.dir))
+			tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &tensor.Manifest{}
+			m.Metadata.Set(tensor.MetaHFTokenizer, tensor.StringValue(string(tj)))
+			m.Metadata.Set(tensor.MetaHFTokenizerConfig, tensor.StringValue(string(tc)))
+			_, mem, _, a := renderMeta(t, m)
+			var vocab []string
+			if err := json.Unmarshal(mem["tokenizer.vocabulary"], &vocab); err != nil || len(vocab) != c.n {
+				t.Fatalf("vocabulary: %d tokens (%v), want %d; notes %q", len(vocab), err, c.n, a.notes)
+			}
+			if string(mem["tokenizer.model_type"]) != `"`+c.model+`"` || string(mem["tokenizer.pre_type"]) != `"`+c.pre+`"` {
+				t.Errorf("model %s pre %s, want %s %s", mem["tokenizer.model_type"], mem["tokenizer.pre_type"], c.model, c.pre)
+			}
+			if string(mem["tokenizer.bos_token_id"]) != c.bos {
+				t.Errorf("bos %s, want %s", mem["tokenizer.bos_token_id"], c.bos)
+			}
+			if _, ok := mem["tokenizer.scores"]; ok != c.scores {
+				t.Errorf("scores present: %v", ok)
+			}
+			if _, ok := mem["tokenizer.merges"]; ok != c.merges {
+				t.Errorf("merges present: %v", ok)
+			}
+			var cfg struct {
+				ChatTemplate *string `json:"chat_template"`
+			}
+			json.Unmarshal(tc, &cfg)
+			if cfg.ChatTemplate != nil {
+				var got string
+				json.Unmarshal(mem["chat_template"], &got)
+				if got != *cfg.ChatTemplate {
+					t.Errorf("chat template not kept verbatim")
+				}
+			}
+			if !a.hasVocab {
+				t.Error("HAS_VOCAB not set")
+			}
+		})
+	}
 }
 
 func TestUnigramTokenizer(t *testing.T) {
