@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sluice-ml/sluice/plugins/pytorch/pickle"
 	"github.com/sluice-ml/sluice/sdk/binio"
@@ -36,6 +37,8 @@ type archive struct {
 	prefix    string
 	entries   map[string]*zip.File
 	bigEndian bool
+	// mu guards storages, which Open calls may fill concurrently.
+	mu sync.Mutex
 	// storages caches the checked zip entry of each storage key.
 	storages map[string]*storageEntry
 	// tensors are the state dict's tensors, in order.
@@ -204,6 +207,8 @@ func (a *archive) load(key string) error {
 
 // entry returns the checked zip entry of a storage.
 func (a *archive) entry(st *storage, name string) (*storageEntry, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if e, ok := a.storages[st.key]; ok {
 		return e, nil
 	}

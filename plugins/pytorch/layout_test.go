@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -209,4 +211,42 @@ func TestTorch2Wrappers(t *testing.T) {
 	if got := readTensor(t, s, m.Tensors[1]); !bytes.Equal(got, le32(4, 5, 6)) {
 		t.Errorf("t: %v", got)
 	}
+}
+
+// TestDescribeReadsOnlyHeaders measures, by the process's read counter,
+// that describing a checkpoint with a 64 MiB storage reads a few KiB.
+func TestDescribeReadsOnlyHeaders(t *testing.T) {
+	big := make([]byte, 64<<20)
+	p := newPickle().op('}')
+	p.str("big").tensorV2("ByteStorage", "0", int64(len(big)), 0, []int64{int64(len(big))}, []int64{1}).op('s', '.')
+	path := writeZip(t, entry{name: "archive/data.pkl", data: p.Bytes()}, entry{name: "archive/data/0", data: big})
+	before := readChars(t)
+	s := openSource(t, Config{Path: path})
+	m, err := s.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read := readChars(t) - before; read > 256<<10 {
+		t.Errorf("Describe of a %d-byte checkpoint read %d bytes", len(big), read)
+	}
+	if m.Tensors[0].Location == nil || m.Tensors[0].Location.Length != uint64(len(big)) {
+		t.Errorf("no file reference for a stored contiguous tensor: %+v", m.Tensors[0])
+	}
+}
+
+// readChars returns the bytes this process has read (rchar).
+func readChars(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("cannot read /proc/self/io: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	t.Skip("no rchar in /proc/self/io")
+	return 0
 }
