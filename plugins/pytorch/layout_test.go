@@ -250,3 +250,19 @@ func readChars(t *testing.T) int64 {
 	t.Skip("no rchar in /proc/self/io")
 	return 0
 }
+
+func TestModelKeyNextToTensorsIsNotUnwrapped(t *testing.T) {
+	p := newPickle().op('}')
+	p.str("model").op('}').str("w").tensorV2("FloatStorage", "0", 6, 0, []int64{6}, []int64{1}).op('s', 's')
+	p.str("head").tensorV2("FloatStorage", "1", 6, 0, []int64{6}, []int64{1}).op('s', '.')
+	data := le32(1, 2, 3, 4, 5, 6)
+	s := openSource(t, Config{Path: writeZip(t, entry{name: "archive/data.pkl", data: p.Bytes()},
+		entry{name: "archive/data/0", data: data}, entry{name: "archive/data/1", data: data})})
+	m, err := s.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tensors) != 2 || m.Tensors[0].Name != "model.w" || m.Tensors[1].Name != "head" {
+		t.Errorf("tensors %+v, want model.w and head", m.Tensors)
+	}
+}

@@ -21,9 +21,19 @@ const (
 	maxWalkVisits = 1 << 19
 )
 
+func hasTensor(d *pickle.Dict) bool {
+	for _, v := range d.Values() {
+		if _, ok := v.(*tensorRef); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // selectStateDict picks the state dict inside the unpickled root: the entry
 // named key when one is configured; otherwise root["state_dict"] as Hugging
-// Face's conversion does, then root["model"], then the root itself.
+// Face's conversion does, then root["model"] when the root holds no tensor
+// itself, then the root.
 func selectStateDict(root pickle.Value, key string) (*pickle.Dict, string, error) {
 	d, ok := root.(*pickle.Dict)
 	if !ok {
@@ -40,11 +50,16 @@ func selectStateDict(root pickle.Value, key string) (*pickle.Dict, string, error
 		}
 		return sd, key, nil
 	}
-	for _, k := range []string{"state_dict", "model"} {
-		if v, ok := d.Get(k); ok {
-			if sd, ok := v.(*pickle.Dict); ok {
-				return sd, k, nil
-			}
+	if v, ok := d.Get("state_dict"); ok {
+		if sd, ok := v.(*pickle.Dict); ok {
+			return sd, "state_dict", nil
+		}
+	}
+	// {"model": state_dict, "optimizer": …, "epoch": …}; a state dict that
+	// merely has a sub-dict called "model" next to tensors is left whole.
+	if v, ok := d.Get("model"); ok {
+		if sd, ok := v.(*pickle.Dict); ok && !hasTensor(d) {
+			return sd, "model", nil
 		}
 	}
 	return d, "", nil
