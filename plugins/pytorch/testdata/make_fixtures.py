@@ -18,6 +18,10 @@ safetensors.torch._find_shared_tensors):
   * a group keeps its alphabetically first tensor that covers its whole
     storage (not in discard_names when possible); the others are dropped;
     a lone tensor that does not cover its storage is kept.
+A view's end is computed from its size and strides. (HF's code takes it from
+tensor.view(-1), which fails for shared non-contiguous views such as those in
+views.bin: there the real conversion stops with an error, and the expected
+file records what the same rules give.)
 The tests need neither torch nor this script.
 """
 import hashlib
