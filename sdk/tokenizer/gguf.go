@@ -422,7 +422,9 @@ func GGUFMetadata(tokenizerJSON, tokenizerConfigJSON []byte, opts GGUFOptions) (
 		}
 		tokens[i] = t.tokens[i]
 		types[i] = int32(t.types[i])
-		if t.model == ModelGPT2 && t.types[i] == TokenUserDefined {
+		if t.types[i] == TokenUserDefined {
+			// llama.cpp matches added tokens in the raw text, so the
+			// converter writes the spaces of user-defined tokens as spaces.
 			tokens[i] = strings.ReplaceAll(tokens[i], "▁", " ")
 		}
 	}

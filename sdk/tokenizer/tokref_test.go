@@ -189,3 +189,36 @@ func TestReferenceVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceChatRenders checks that the reference chat renders encode to
+// their rendered_ids (without added special tokens), from both sources.
+func TestReferenceChatRenders(t *testing.T) {
+	for _, viaGGUF := range []bool{false, true} {
+		_, dir := readRef(t, "llama3")
+		data, err := os.ReadFile(filepath.Join(dir, "chat_template.jsonl"))
+		if err != nil {
+			t.Skipf("no chat renders: %v", err)
+		}
+		tok := refTokenizer(t, "llama3", viaGGUF)
+		n := 0
+		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+			var r struct {
+				Rendered    string  `json:"rendered"`
+				RenderedIDs []int32 `json:"rendered_ids"`
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Encode(r.Rendered, false); !slices.Equal(got, r.RenderedIDs) {
+				t.Errorf("gguf=%v %q:\n got  %v\n want %v", viaGGUF, r.Rendered, got, r.RenderedIDs)
+			}
+			if got := tok.Decode(r.RenderedIDs, false); got != r.Rendered {
+				t.Errorf("gguf=%v decode: got %q, want %q", viaGGUF, got, r.Rendered)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Error("no renders read")
+		}
+	}
+}
