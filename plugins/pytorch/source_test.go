@@ -255,6 +255,10 @@ func TestRefusesOtherFormats(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	dir := t.TempDir()
+	both := filepath.Join(dir, "both")
+	os.MkdirAll(both, 0o755)
+	os.WriteFile(filepath.Join(both, "pytorch_model.bin"), mustRead(t, "testdata/tied.bin"), 0o644)
+	os.WriteFile(filepath.Join(both, "model.safetensors"), []byte("x"), 0o644)
 	junk := filepath.Join(dir, "junk.bin")
 	os.WriteFile(junk, []byte("hello world, not a checkpoint"), 0o644)
 	for path, want := range map[string]int{
@@ -292,5 +296,39 @@ func TestPluginValidates(t *testing.T) {
 	}
 	if _, err := st.Open(context.Background(), plugin.MustConfig(map[string]any{"path": "x", "typo": 1})); !plugin.IsBadConfig(err) {
 		t.Errorf("unknown attribute gave %v", err)
+	}
+}
+
+func TestConcurrentOpens(t *testing.T) {
+	s := openSource(t, Config{Path: filepath.Join("testdata", "views.bin")})
+	m, err := s.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, ti := range m.Tensors {
+		want[ti.Name] = sum(readTensor(t, s, ti))
+	}
+	errs := make(chan error, 4*len(m.Tensors))
+	for range 4 {
+		for _, ti := range m.Tensors {
+			go func() {
+				rc, err := s.Open(context.Background(), ti.Name)
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(rc)
+					rc.Close()
+					if err == nil && sum(b) != want[ti.Name] {
+						err = errors.New(ti.Name + ": bytes differ")
+					}
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range 4 * len(m.Tensors) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
