@@ -36,7 +36,7 @@ import (
 
 func main() {
 	mb := flag.Float64("mb", 4, "approximate size of the text in MB")
-	reps := flag.Int("reps", 3, "timed passes over the text (the best is reported)")
+	reps := flag.Int("reps", 3, "timed passes over the text (the one with the least CPU time is reported)")
 	shared := flag.String("shared", "", "the shared directory (default: ../shared next to the module root)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the Go passes to this file")
 	flag.Parse()
@@ -48,7 +48,8 @@ func main() {
 
 type result struct {
 	Skip    string  `json:"skip,omitempty"`
-	Seconds float64 `json:"seconds"`
+	Seconds float64 `json:"seconds"` // wall clock
+	CPU     float64 `json:"cpu"`     // CPU time of the process (GC included)
 	Tokens  int     `json:"tokens"`
 	Hash    uint32  `json:"hash"`
 }
@@ -101,7 +102,7 @@ func run(mb float64, reps int, shared, cpuprofile string) error {
 	var ids []int32
 	for r := 0; r < reps; r++ {
 		h, n := uint32(2166136261), 0
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		for _, c := range chunks {
 			ids = tok.AppendEncode(ids[:0], c, false)
 			for _, id := range ids {
@@ -109,9 +110,9 @@ func run(mb float64, reps int, shared, cpuprofile string) error {
 			}
 			n += len(ids)
 		}
-		s := time.Since(t0).Seconds()
-		if goRes.Seconds < 0 || s < goRes.Seconds {
-			goRes = result{Seconds: s, Tokens: n, Hash: h}
+		s, c := time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+		if goRes.Seconds < 0 || c < goRes.CPU {
+			goRes = result{Seconds: s, CPU: c, Tokens: n, Hash: h}
 		}
 	}
 	report("go", goRes, total)
@@ -129,12 +130,12 @@ func run(mb float64, reps int, shared, cpuprofile string) error {
 		return fmt.Errorf("the ids differ: go %d tokens (hash %08x), reference %d tokens (hash %08x)", goRes.Tokens, goRes.Hash, ref.Tokens, ref.Hash)
 	}
 	fmt.Printf("same ids: %d tokens\n", goRes.Tokens)
-	fmt.Printf("ratio: go is %.2f× the throughput of @huggingface/tokenizers\n", ref.Seconds/goRes.Seconds)
+	fmt.Printf("ratio: go is %.1f× the throughput of @huggingface/tokenizers (CPU time; %.1f× by the wall clock)\n", ref.CPU/goRes.CPU, ref.Seconds/goRes.Seconds)
 	return nil
 }
 
 func report(name string, r result, bytes int) {
-	fmt.Printf("%s: %.3f s, %.2f MB/s, %.0f k tokens/s\n", name, r.Seconds, float64(bytes)/1e6/r.Seconds, float64(r.Tokens)/1e3/r.Seconds)
+	fmt.Printf("%s: %.3f s CPU (%.3f s wall), %.2f MB/s, %.0f k tokens/s of CPU time\n", name, r.CPU, r.Seconds, float64(bytes)/1e6/r.CPU, float64(r.Tokens)/1e3/r.CPU)
 }
 
 // reference runs bench.mjs with node on the same paragraphs.

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"container/heap"
 	"math"
+	"strings"
 	"sync"
 )
 
@@ -73,7 +74,7 @@ func (m *bpeModel) encode(piece string, out []int32) []int32 {
 		if m.cache == nil || len(m.cache) >= maxCacheSize {
 			m.cache = make(map[string][]int32)
 		}
-		m.cache[piece] = ids
+		m.cache[strings.Clone(piece)] = ids // a piece shares the caller's text
 		m.mu.Unlock()
 	}
 	return out

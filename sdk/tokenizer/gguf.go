@@ -130,6 +130,8 @@ func fromGGUF(md *tensor.Metadata) (*Tokenizer, error) {
 			added = append(added, addedToken{content: tok, id: id, special: t.special[i]})
 			addedText[tok] = true
 			continue
+		case TokenUnused:
+			continue // padding entries ("[PAD123]") are never produced from text
 		}
 		key := tok
 		if b.byteLevel {

@@ -1,5 +1,7 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // wordSplitter is a hand-written matcher for the GPT-2 family of
 // pre-tokenizer regexes, which differ only in a few switches:
 //
@@ -195,7 +197,14 @@ func (w *wordSplitter) fold(r rune) rune {
 
 func (w *wordSplitter) wordRun(s string, j int) int {
 	for j < len(s) {
-		r, rw := decodeRune(s, j)
+		if c := s[j]; c < utf8.RuneSelf {
+			if asciiClass[c]&clsLetter == 0 {
+				break
+			}
+			j++
+			continue
+		}
+		r, rw := utf8.DecodeRuneInString(s[j:])
 		if !w.isWord(r) {
 			break
 		}
