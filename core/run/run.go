@@ -109,7 +109,12 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 			begun = pl.Sinks[i:]
 			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
 		}
-		res.Artifacts = append(res.Artifacts, SinkArtifacts{Stage: sk.Stage, Artifacts: arts})
+		sigs, err := signDetached(sk, arts)
+		if err != nil {
+			begun = pl.Sinks[i+1:]
+			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
+		}
+		res.Artifacts = append(res.Artifacts, SinkArtifacts{Stage: sk.Stage, Artifacts: append(arts, sigs...)})
 	}
 	return res, nil
 }

@@ -12,10 +12,36 @@ import (
 // a quantization, a dequantization, or both). The shape is unchanged; the
 // returned TensorInfo describes the output. A dtype the codecs cannot read or
 // write is an error that names the tensor and the dtype.
+//
+// A QTensor target keeps the scale layout of a QTensor input and otherwise
+// gets one scale per tensor; see ConvertOpScaled to choose it.
 func ConvertOp(in *tensor.TensorInfo, to tensor.DType) (Op, tensor.TensorInfo, error) {
+	var s codec.QScaling
+	if codec.IsQTensor(in.DType) {
+		if q, err := codec.QTensorOf(in); err == nil {
+			s = q.Scaling()
+		}
+	}
+	return ConvertOpScaled(in, to, s)
+}
+
+// ConvertOpScaled is ConvertOp with the scale layout of a QTensor target
+// (ignored for other targets): one scale per tensor, per index of an axis,
+// or per block of a row. Converting to a non-QTensor dtype drops the
+// input's QTensor attributes.
+func ConvertOpScaled(in *tensor.TensorInfo, to tensor.DType, s codec.QScaling) (Op, tensor.TensorInfo, error) {
 	out := in.Clone()
 	out.DType = to
 	out.Location = nil
+	delete(out.Attrs, codec.AttrQAxis)
+	delete(out.Attrs, codec.AttrQBlock)
+	if codec.IsQTensor(to) {
+		q, err := codec.NewQTensor(to, in.Shape, s)
+		if err != nil {
+			return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot become %s: %v", to, err)}
+		}
+		q.SetAttrs(&out)
+	}
 	if codec.IsQTensor(in.DType) || codec.IsQTensor(to) {
 		return qtensorConvert(in, &out)
 	}
