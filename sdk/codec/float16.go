@@ -7,7 +7,8 @@ import (
 )
 
 // Float16ToFloat32 returns the value of the IEEE 754 binary16 number with
-// bits h. The conversion is exact; a NaN keeps its sign and payload.
+// bits h. The conversion is exact. A NaN keeps its sign and payload and is
+// quieted, as IEEE 754, F16C hardware, ggml and PyTorch do.
 func Float16ToFloat32(h uint16) float32 {
 	return math.Float32frombits(f16Bits(h))
 }
@@ -18,8 +19,10 @@ func f16Bits(h uint16) uint32 {
 	exp := uint32(h>>10) & 0x1f
 	man := uint32(h & 0x3ff)
 	switch {
-	case exp == 0x1f: // infinity or NaN
-		return sign | 0x7f800000 | man<<13
+	case exp == 0x1f && man == 0:
+		return sign | 0x7f800000
+	case exp == 0x1f: // NaN: keep the payload, set the quiet bit
+		return sign | 0x7fc00000 | man<<13
 	case exp != 0: // normal: rebias 15 → 127
 		return sign | (exp+112)<<23 | man<<13
 	case man == 0:

@@ -74,7 +74,7 @@ func e4m3FromBits(b uint32, overflow uint8) uint8 {
 }
 
 // E5M2ToFloat32 returns the value of the float8 e5m2 number b. It is exact;
-// NaN payloads are kept.
+// a NaN keeps its payload and is quieted.
 func E5M2ToFloat32(b uint8) float32 {
 	return math.Float32frombits(f16Bits(uint16(b) << 8))
 }

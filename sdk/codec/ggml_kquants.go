@@ -32,13 +32,62 @@ func clampI32(v, lo, hi int32) int32 {
 	return max(lo, min(hi, v))
 }
 
+// levelF holds the float32 value of every level, to avoid int→float
+// conversions in the inner loops.
+var levelF = func() (t [64]float32) {
+	for i := range t {
+		t[i] = float32(i)
+	}
+	return t
+}()
+
+// setDiff sets d[i] = x[i] - m.
+func setDiff(d, x []float32, m float32) {
+	d = d[:len(x)]
+	for i, v := range x {
+		d[i] = v - m
+	}
+}
+
+// roundLevels sets cur[i] to nearestInt(iscale·x[i]) clamped to [lo, hi],
+// as float32, and reports whether cur already held exactly those values.
+// len(cur) must be a multiple of 4 and len(x) ≥ len(cur).
+func roundLevels(cur, x []float32, iscale float32, lo, hi int32) (same bool) {
+	if len(cur) == 0 {
+		return true
+	}
+	x = x[:len(cur)]
+	if useSSE2 {
+		return roundClampSSE2(&cur[0], &x[0], len(cur), iscale, lo, hi)
+	}
+	return roundLevelsGo(cur, x, iscale, lo, hi)
+}
+
+func roundLevelsGo(cur, x []float32, iscale float32, lo, hi int32) (same bool) {
+	x = x[:len(cur)]
+	same = true
+	for i := range cur {
+		fl := float32(clampI32(nearestInt(float32(iscale*x[i])), lo, hi))
+		same = same && math.Float32bits(fl) == math.Float32bits(cur[i])
+		cur[i] = fl
+	}
+	return same
+}
+
 // makeQKX2 is ggml's make_qkx2_quants: it searches nstep+1 candidate scales
 // for the (scale, min) pair with the smallest weighted error, writing the
-// levels to L (Laux is scratch of the same length). It returns the scale and
-// the negated min.
-func makeQKX2(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
+// levels to L. It returns the scale and the negated min. len(x) is at most
+// 32.
+//
+// It computes exactly what the C code computes, restructured for speed:
+//   - x - min is kept per element and recomputed only when min changes;
+//   - a candidate whose levels equal the previous candidate's has the same
+//     sums, hence the same error, so it cannot be accepted (the previous one
+//     either was, setting the best error to that value, or was not) and is
+//     skipped.
+func makeQKX2(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
 	n := len(x)
-	weights, L, Laux = weights[:n], L[:n], Laux[:n]
+	weights, L = weights[:n], L[:n]
 	mn, mx := x[0], x[0]
 	sumW := weights[0]
 	sumX := float32(sumW * x[0])
@@ -60,14 +109,17 @@ func makeQKX2(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta fl
 		clear(L)
 		return 0, -mn
 	}
+	var xmA [32]float32
+	xm := xmA[:n]
+	setDiff(xm, x, mn)
 	fnmax := float32(nmax)
 	iscale := fnmax / (mx - mn)
 	scale = 1 / iscale
 	var bestError float32
 	for i, v := range x {
-		l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
+		l := clampI32(nearestInt(float32(iscale*xm[i])), 0, nmax)
 		L[i] = uint8(l)
-		diff := float32(float32(scale*float32(l))+mn) - v
+		diff := float32(float32(scale*levelF[l])+mn) - v
 		if useMad {
 			diff = fabs(diff)
 		} else {
@@ -75,42 +127,55 @@ func makeQKX2(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta fl
 		}
 		bestError += float32(weights[i] * diff)
 	}
+	// Candidate levels are kept as float32 values; cur holds the previous
+	// candidate's until roundLevels replaces them.
+	var curA [32]float32
+	cur := curA[:n]
 	for is := 0; is <= nstep; is++ {
 		iscale = float32(rmin+float32(rdelta*float32(is))) + fnmax
 		iscale /= mx - mn
+		if roundLevels(cur, xm, iscale, 0, nmax) && is > 0 {
+			continue
+		}
 		var sumL, sumL2, sumXL float32
 		for i, v := range x {
-			l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
-			Laux[i] = uint8(l)
-			fl := float32(l)
+			fl := cur[i]
 			wl := float32(weights[i] * fl)
 			sumL += wl
 			sumL2 += float32(wl * fl)
 			sumXL += float32(wl * v)
 		}
 		D := float32(sumW*sumL2) - float32(sumL*sumL)
-		if D > 0 {
-			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
-			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
-			if thisMin > 0 {
-				thisMin = 0
-				thisScale = sumXL / sumL2
-			}
-			var curError float32
+		if !(D > 0) {
+			continue
+		}
+		thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+		thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
+		if thisMin > 0 {
+			thisMin = 0
+			thisScale = sumXL / sumL2
+		}
+		var curError float32
+		if useMad {
 			for i, v := range x {
-				diff := float32(float32(thisScale*float32(Laux[i]))+thisMin) - v
-				if useMad {
-					diff = fabs(diff)
-				} else {
-					diff = float32(diff * diff)
-				}
-				curError += float32(weights[i] * diff)
+				diff := float32(float32(thisScale*cur[i])+thisMin) - v
+				curError += float32(weights[i] * fabs(diff))
 			}
-			if curError < bestError {
-				copy(L, Laux)
-				bestError = curError
-				scale = thisScale
+		} else {
+			for i, v := range x {
+				diff := float32(float32(thisScale*cur[i])+thisMin) - v
+				curError += float32(weights[i] * float32(diff*diff))
+			}
+		}
+		if curError < bestError {
+			for i, fl := range cur {
+				L[i] = uint8(fl)
+			}
+			bestError = curError
+			scale = thisScale
+			if math.Float32bits(thisMin) != math.Float32bits(mn) {
 				mn = thisMin
+				setDiff(xm, x, mn)
 			}
 		}
 	}
@@ -119,9 +184,15 @@ func makeQKX2(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta fl
 
 // makeQXQuants is ggml's make_qx_quants with rmse_type 1 and no importance
 // weights (w = x²): it tries 19 scales around -nmax/max and keeps the one
-// with the best weighted fit. Levels go to L, offset by nmax.
+// with the best weighted fit. Levels go to L, offset by nmax. len(x) is at
+// most 32.
+//
+// As in makeQKX2, w and w·x are computed once, and a candidate whose levels
+// equal the previous candidate's (or the first guess's) is skipped: its sums
+// are the same, so accepting it again would leave every variable unchanged.
 func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
-	L = L[:len(x)]
+	n := len(x)
+	L = L[:n]
 	var mx, amax float32
 	for _, v := range x {
 		if ax := fabs(v); ax > amax {
@@ -132,39 +203,55 @@ func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
 		clear(L)
 		return 0
 	}
+	var wA, wxA [32]float32
+	w, wx := wA[:n], wxA[:n]
+	for i, v := range x {
+		w[i] = float32(v * v)
+		wx[i] = float32(w[i] * v)
+	}
 	fnmax := float32(nmax)
 	iscale := float32(-nmax) / mx
 	var sumlx, suml2 float32
+	var prevA [32]int8
+	prev := prevA[:n]
 	for i, v := range x {
 		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
-		L[i] = int8(l + nmax)
+		prev[i] = int8(l)
 		fl := float32(l)
-		w := float32(v * v)
-		sumlx += float32(float32(w*v) * fl)
-		suml2 += float32(float32(w*fl) * fl)
+		sumlx += float32(wx[i] * fl)
+		suml2 += float32(float32(w[i]*fl) * fl)
+	}
+	for i, l := range prev {
+		L[i] = l + int8(nmax)
 	}
 	var scale float32
 	if suml2 != 0 {
 		scale = sumlx / suml2
 	}
 	best := float32(scale * sumlx)
+	// cur holds the previous candidate's levels (first the initial guess's)
+	// until roundLevels replaces them.
+	var curA [32]float32
+	cur := curA[:n]
+	for i, l := range prev {
+		cur[i] = float32(l)
+	}
 	for is := int32(-9); is <= 9; is++ {
 		if is == 0 {
 			continue
 		}
 		iscale = -(fnmax + float32(0.1*float32(is))) / mx
+		if roundLevels(cur, x, iscale, -nmax, nmax-1) {
+			continue
+		}
 		sumlx, suml2 = 0, 0
-		for _, v := range x {
-			l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
-			fl := float32(l)
-			w := float32(v * v)
-			sumlx += float32(float32(w*v) * fl)
-			suml2 += float32(float32(w*fl) * fl)
+		for i, fl := range cur {
+			sumlx += float32(wx[i] * fl)
+			suml2 += float32(float32(w[i]*fl) * fl)
 		}
 		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
-			for i, v := range x {
-				l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
-				L[i] = int8(nmax + l)
+			for i, fl := range cur {
+				L[i] = int8(fl) + int8(nmax)
 			}
 			scale = sumlx / suml2
 			best = float32(scale * sumlx)
@@ -175,8 +262,10 @@ func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
 
 // makeQ3Quants is ggml's make_q3_quants with do_rmse: a greedy per-element
 // refinement of the levels, up to 5 rounds. Levels go to L, offset by nmax.
+// len(x) is at most 32; w = x² and w·x are computed once.
 func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
-	L = L[:len(x)]
+	n := len(x)
+	L = L[:n]
 	var mx, amax float32
 	for _, v := range x {
 		if ax := fabs(v); ax > amax {
@@ -187,29 +276,33 @@ func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
 		clear(L)
 		return 0
 	}
+	var wA, wxA [32]float32
+	w, wx := wA[:n], wxA[:n]
+	for i, v := range x {
+		w[i] = float32(v * v)
+		wx[i] = float32(w[i] * v)
+	}
 	iscale := float32(-nmax) / mx
 	var sumlx, suml2 float32
 	for i, v := range x {
 		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
 		L[i] = int8(l)
 		fl := float32(l)
-		w := float32(v * v)
-		sumlx += float32(float32(w*v) * fl)
-		suml2 += float32(float32(w*fl) * fl)
+		sumlx += float32(wx[i] * fl)
+		suml2 += float32(float32(w[i]*fl) * fl)
 	}
 	for itry := 0; itry < 5; itry++ {
 		changed := false
 		for i, v := range x {
-			w := float32(v * v)
 			li := float32(L[i])
-			slx := sumlx - float32(float32(w*v)*li)
+			slx := sumlx - float32(wx[i]*li)
 			if slx > 0 {
-				sl2 := suml2 - float32(float32(w*li)*li)
+				sl2 := suml2 - float32(float32(w[i]*li)*li)
 				newL := clampI32(nearestInt(float32(v*sl2)/slx), -nmax, nmax-1)
 				if newL != int32(L[i]) {
 					fl := float32(newL)
-					slx += float32(float32(w*v) * fl)
-					sl2 += float32(float32(w*fl) * fl)
+					slx += float32(wx[i] * fl)
+					sl2 += float32(float32(w[i]*fl) * fl)
 					if sl2 > 0 && float32(float32(slx*slx)*suml2) > float32(float32(sumlx*sumlx)*sl2) {
 						L[i] = int8(newL)
 						sumlx, suml2 = slx, sl2
@@ -245,7 +338,6 @@ func getScaleMinK4(j int, q []byte) (d, m uint8) {
 
 func encodeQ2_K(dst []byte, src []float32) {
 	var L [256]uint8
-	var Laux [16]uint8
 	var weights [16]float32
 	var mins, scales [16]float32
 	const q4scale = 15
@@ -258,7 +350,7 @@ func encodeQ2_K(dst []byte, src []float32) {
 			for l, v := range xs {
 				weights[l] = fabs(v)
 			}
-			scales[j], mins[j] = makeQKX2(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
+			scales[j], mins[j] = makeQKX2(3, xs, weights[:], L[16*j:16*j+16], -0.5, 0.1, 15, true)
 			if scales[j] > maxScale {
 				maxScale = scales[j]
 			}
@@ -453,7 +545,6 @@ func decodeQ3_K(dst []float32, src []byte) {
 // and d, dmin. It leaves the levels of the search in L and returns the
 // fp16-rounded d and dmin.
 func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
-	var Laux [32]uint8
 	var weights [32]float32
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
@@ -467,7 +558,7 @@ func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]
 		for l, v := range xs {
 			weights[l] = avX + fabs(v)
 		}
-		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
+		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], rmin, 0.1, nstep, false)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}

@@ -87,39 +87,72 @@ func decodeQ8_1(dst []float32, src []byte) {
 
 // ---- q4_0 ----
 
+// firstAbsMax32 returns the largest magnitude of a 32-element block as
+// float32 bits, and the bits of the first element with that magnitude (+0 when
+// all are ±0). It runs four independent chains over the four quarters and
+// merges them in index order, so the first element still wins ties. For
+// finite input (m < 0x7f800000) it equals ggml's
+// `if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`.
+func firstAbsMax32(x *[32]float32) (m, v uint32) {
+	var m0, m1, m2, m3, v0, v1, v2, v3 uint32
+	for j := 0; j < 8; j++ {
+		b0, b1, b2, b3 := math.Float32bits(x[j]), math.Float32bits(x[8+j]), math.Float32bits(x[16+j]), math.Float32bits(x[24+j])
+		a0, a1, a2, a3 := b0&0x7fffffff, b1&0x7fffffff, b2&0x7fffffff, b3&0x7fffffff
+		if a0 > m0 {
+			m0, v0 = a0, b0
+		}
+		if a1 > m1 {
+			m1, v1 = a1, b1
+		}
+		if a2 > m2 {
+			m2, v2 = a2, b2
+		}
+		if a3 > m3 {
+			m3, v3 = a3, b3
+		}
+	}
+	m, v = m0, v0
+	if m1 > m {
+		m, v = m1, v1
+	}
+	if m2 > m {
+		m, v = m2, v2
+	}
+	if m3 > m {
+		m, v = m3, v3
+	}
+	return m, v
+}
+
 func encodeQ4_0(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 18 {
-		x := src[:32]
-		y := dst[:18]
-		var amax, max float32
-		m, finite := finiteAbsMax(x)
-		if finite {
-			amax = math.Float32frombits(m)
-			for _, v := range x { // the first element of largest magnitude
-				if math.Float32bits(v)&0x7fffffff == m {
-					max = v
-					break
-				}
-			}
-		} else {
-			amax, max = argMaxAbs(x)
+		x := (*[32]float32)(src[:32])
+		y := (*[18]byte)(dst[:18])
+		m, mv := firstAbsMax32(x)
+		max := math.Float32frombits(mv)
+		finite := m < 0x7f800000
+		if !finite {
+			_, max = argMaxAbs(x[:])
 		}
-		_ = amax
 		d := max / -8
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
-		putF16(y, d)
-		q := y[2:18]
-		if finite && fabs(id) <= 3.4e38 {
-			for j := range 16 {
+		putF16(y[:], d)
+		q := (*[16]byte)(y[2:])
+		if finite && fabs(id) <= math.MaxFloat32 {
+			// x·id + 8.5 lies in [0.5, 16.5]: the truncation is in range and
+			// only 16 (from the element equal to -max) needs the clamp to 15.
+			for j := 0; j < 16; j++ {
 				a := int32(float32(x[j]*id) + 8.5)
 				b := int32(float32(x[j+16]*id) + 8.5)
-				q[j] = byte(min(15, a)) | byte(min(15, b))<<4
+				a -= a >> 4
+				b -= b >> 4
+				q[j] = byte(a) | byte(b)<<4
 			}
 		} else {
-			for j := range 16 {
+			for j := 0; j < 16; j++ {
 				a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
 				b := int32(int8(cvtt(float32(x[j+16]*id) + 8.5)))
 				q[j] = byte(min(15, a)) | byte(min(15, b))<<4

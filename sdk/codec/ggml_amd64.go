@@ -1,0 +1,13 @@
+//go:build amd64 && !purego
+
+package codec
+
+// useSSE2 selects the SSE2 kernels of ggml_amd64.s. SSE2 is part of every
+// amd64 CPU; the kernels do exactly what their Go twins do, four lanes at a
+// time (packed IEEE float32 operations round like the scalar ones).
+const useSSE2 = true
+
+// roundClampSSE2 is roundLevelsGo for n elements, n a multiple of 4.
+//
+//go:noescape
+func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) (same bool)

@@ -1,0 +1,301 @@
+package codec
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// Literal transliterations of ggml's make_qkx2_quants, make_qx_quants and
+// make_q3_quants, statement by statement, with every product rounded to
+// float32. The production versions in ggml_kquants.go are restructured for
+// speed; TestKQuantHelpersMatchPlain checks that they agree bit for bit.
+
+// makeQKX2Plain is ggml's make_qkx2_quants: it searches nstep+1 candidate scales
+// for the (scale, min) pair with the smallest weighted error, writing the
+// levels to L (Laux is scratch of the same length). It returns the scale and
+// the negated min.
+func makeQKX2Plain(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
+	n := len(x)
+	weights, L, Laux = weights[:n], L[:n], Laux[:n]
+	mn, mx := x[0], x[0]
+	sumW := weights[0]
+	sumX := float32(sumW * x[0])
+	for i := 1; i < n; i++ {
+		if x[i] < mn {
+			mn = x[i]
+		}
+		if x[i] > mx {
+			mx = x[i]
+		}
+		w := weights[i]
+		sumW += w
+		sumX += float32(w * x[i])
+	}
+	if mn > 0 {
+		mn = 0
+	}
+	if mx == mn {
+		clear(L)
+		return 0, -mn
+	}
+	fnmax := float32(nmax)
+	iscale := fnmax / (mx - mn)
+	scale = 1 / iscale
+	var bestError float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
+		L[i] = uint8(l)
+		diff := float32(float32(scale*float32(l))+mn) - v
+		if useMad {
+			diff = fabs(diff)
+		} else {
+			diff = float32(diff * diff)
+		}
+		bestError += float32(weights[i] * diff)
+	}
+	for is := 0; is <= nstep; is++ {
+		iscale = float32(rmin+float32(rdelta*float32(is))) + fnmax
+		iscale /= mx - mn
+		var sumL, sumL2, sumXL float32
+		for i, v := range x {
+			l := clampI32(nearestInt(float32(iscale*(v-mn))), 0, nmax)
+			Laux[i] = uint8(l)
+			fl := float32(l)
+			wl := float32(weights[i] * fl)
+			sumL += wl
+			sumL2 += float32(wl * fl)
+			sumXL += float32(wl * v)
+		}
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
+		if D > 0 {
+			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
+			if thisMin > 0 {
+				thisMin = 0
+				thisScale = sumXL / sumL2
+			}
+			var curError float32
+			for i, v := range x {
+				diff := float32(float32(thisScale*float32(Laux[i]))+thisMin) - v
+				if useMad {
+					diff = fabs(diff)
+				} else {
+					diff = float32(diff * diff)
+				}
+				curError += float32(weights[i] * diff)
+			}
+			if curError < bestError {
+				copy(L, Laux)
+				bestError = curError
+				scale = thisScale
+				mn = thisMin
+			}
+		}
+	}
+	return scale, -mn
+}
+
+// makeQXQuantsPlain is ggml's make_qx_quants with rmse_type 1 and no importance
+// weights (w = x²): it tries 19 scales around -nmax/max and keeps the one
+// with the best weighted fit. Levels go to L, offset by nmax.
+func makeQXQuantsPlain(nmax int32, x []float32, L []int8) float32 {
+	L = L[:len(x)]
+	var mx, amax float32
+	for _, v := range x {
+		if ax := fabs(v); ax > amax {
+			amax, mx = ax, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	fnmax := float32(nmax)
+	iscale := float32(-nmax) / mx
+	var sumlx, suml2 float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+		L[i] = int8(l + nmax)
+		fl := float32(l)
+		w := float32(v * v)
+		sumlx += float32(float32(w*v) * fl)
+		suml2 += float32(float32(w*fl) * fl)
+	}
+	var scale float32
+	if suml2 != 0 {
+		scale = sumlx / suml2
+	}
+	best := float32(scale * sumlx)
+	for is := int32(-9); is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(fnmax + float32(0.1*float32(is))) / mx
+		sumlx, suml2 = 0, 0
+		for _, v := range x {
+			l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+			fl := float32(l)
+			w := float32(v * v)
+			sumlx += float32(float32(w*v) * fl)
+			suml2 += float32(float32(w*fl) * fl)
+		}
+		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
+			for i, v := range x {
+				l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+				L[i] = int8(nmax + l)
+			}
+			scale = sumlx / suml2
+			best = float32(scale * sumlx)
+		}
+	}
+	return scale
+}
+
+// makeQ3QuantsPlain is ggml's make_q3_quants with do_rmse: a greedy per-element
+// refinement of the levels, up to 5 rounds. Levels go to L, offset by nmax.
+func makeQ3QuantsPlain(nmax int32, x []float32, L []int8) float32 {
+	L = L[:len(x)]
+	var mx, amax float32
+	for _, v := range x {
+		if ax := fabs(v); ax > amax {
+			amax, mx = ax, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	iscale := float32(-nmax) / mx
+	var sumlx, suml2 float32
+	for i, v := range x {
+		l := clampI32(nearestInt(float32(iscale*v)), -nmax, nmax-1)
+		L[i] = int8(l)
+		fl := float32(l)
+		w := float32(v * v)
+		sumlx += float32(float32(w*v) * fl)
+		suml2 += float32(float32(w*fl) * fl)
+	}
+	for itry := 0; itry < 5; itry++ {
+		changed := false
+		for i, v := range x {
+			w := float32(v * v)
+			li := float32(L[i])
+			slx := sumlx - float32(float32(w*v)*li)
+			if slx > 0 {
+				sl2 := suml2 - float32(float32(w*li)*li)
+				newL := clampI32(nearestInt(float32(v*sl2)/slx), -nmax, nmax-1)
+				if newL != int32(L[i]) {
+					fl := float32(newL)
+					slx += float32(float32(w*v) * fl)
+					sl2 += float32(float32(w*fl) * fl)
+					if sl2 > 0 && float32(float32(slx*slx)*suml2) > float32(float32(sumlx*sumlx)*sl2) {
+						L[i] = int8(newL)
+						sumlx, suml2 = slx, sl2
+						changed = true
+					}
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	for i := range L {
+		L[i] += int8(nmax)
+	}
+	if suml2 > 0 {
+		return sumlx / suml2
+	}
+	return 0
+}
+
+// adversarialBlock fills x with one of several kinds of hard input: plain
+// normal data at a random scale, ties, constants, denormals, huge values,
+// a few NaNs or infinities.
+func adversarialBlock(r *rand.Rand, x []float32) {
+	scale := float32(math.Pow(10, r.Float64()*76-38))
+	for i := range x {
+		x[i] = float32(r.NormFloat64()) * scale
+	}
+	switch r.IntN(12) {
+	case 0:
+		x[r.IntN(len(x))] = float32(math.NaN())
+	case 1:
+		x[r.IntN(len(x))] = float32(math.Inf(1 - 2*r.IntN(2)))
+	case 2:
+		for i := range x {
+			x[i] = math.Float32frombits(uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
+		}
+	case 3:
+		clear(x)
+		if r.IntN(2) == 0 {
+			x[r.IntN(len(x))] = float32(math.Copysign(0, -1))
+		}
+	case 4:
+		for i := range x {
+			x[i] = float32(r.IntN(33)-16) / 2 * scale
+		}
+	case 5:
+		c := float32(r.NormFloat64())
+		for i := range x {
+			x[i] = c
+		}
+	case 6:
+		for i := range x {
+			x[i] = float32(r.IntN(3)-1) * scale
+		}
+	case 7:
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 1e38)
+		}
+	case 8:
+		for i := range x {
+			x[i] = float32(r.Float64()) * scale
+		}
+	case 9:
+		for i := range x {
+			x[i] = -float32(r.Float64()) * scale
+		}
+	}
+}
+
+func sameFloat(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+
+// TestKQuantHelpersMatchPlain checks the restructured K-quant helpers
+// against the literal transliterations on random and adversarial groups.
+func TestKQuantHelpersMatchPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var x, w [32]float32
+	var l1, l2, laux [32]uint8
+	var i1, i2 [32]int8
+	params := []struct {
+		n            int
+		nmax         int32
+		rmin, rdelta float32
+		nstep        int
+		mad          bool
+	}{{16, 3, -0.5, 0.1, 15, true}, {32, 15, -1, 0.1, 20, false}, {32, 31, -0.5, 0.1, 15, false}}
+	for iter := 0; iter < 20000; iter++ {
+		p := params[iter%len(params)]
+		xs, ws := x[:p.n], w[:p.n]
+		adversarialBlock(r, xs)
+		for i, v := range xs {
+			ws[i] = fabs(v) + float32(r.Float64())
+		}
+		s1, m1 := makeQKX2(p.nmax, xs, ws, l1[:p.n], p.rmin, p.rdelta, p.nstep, p.mad)
+		s2, m2 := makeQKX2Plain(p.nmax, xs, ws, l2[:p.n], laux[:p.n], p.rmin, p.rdelta, p.nstep, p.mad)
+		if !sameFloat(s1, s2) || !sameFloat(m1, m2) || l1 != l2 {
+			t.Fatalf("makeQKX2(%v) on %v:\n got %v %v %v\nwant %v %v %v", p, xs, s1, m1, l1[:p.n], s2, m2, l2[:p.n])
+		}
+		adversarialBlock(r, x[:16])
+		a, b := makeQXQuants(32, x[:16], i1[:16]), makeQXQuantsPlain(32, x[:16], i2[:16])
+		if !sameFloat(a, b) || i1 != i2 {
+			t.Fatalf("makeQXQuants on %v: got %v %v, want %v %v", x[:16], a, i1[:16], b, i2[:16])
+		}
+		a, b = makeQ3Quants(4, x[:16], i1[:16]), makeQ3QuantsPlain(4, x[:16], i2[:16])
+		if !sameFloat(a, b) || i1 != i2 {
+			t.Fatalf("makeQ3Quants on %v: got %v %v, want %v %v", x[:16], a, i1[:16], b, i2[:16])
+		}
+	}
+}
