@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/plugins/gguf"
+	"github.com/sluice-ml/sluice/plugins/onnx"
+	"github.com/sluice-ml/sluice/plugins/pytorch"
 	"github.com/sluice-ml/sluice/plugins/safetensors"
 )
 
@@ -11,4 +13,6 @@ import (
 var builtins = []host.Builtin{
 	{Name: "safetensors", New: safetensors.Plugin},
 	{Name: "gguf", New: gguf.Plugin},
+	{Name: "pytorch", New: pytorch.Plugin},
+	{Name: "onnx", New: onnx.Plugin},
 }

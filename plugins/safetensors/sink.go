@@ -28,7 +28,10 @@ type Sink struct {
 	cfg   SinkConfig
 	dtype tensor.DType
 
-	plan   *sinkPlan
+	plan *sinkPlan
+	// ties maps each tied tensor the plan drops to the tensor kept; like
+	// Hugging Face's conversion, they are recorded in the metadata.
+	ties   map[string]string
 	mu     sync.Mutex
 	files  []*atomicfile.File
 	places map[string]place
@@ -81,9 +84,11 @@ func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan,
 	p := &plugin.SinkPlan{}
 	out := in.Clone()
 	kept := out.Tensors[:0]
+	s.ties = map[string]string{}
 	for _, t := range out.Tensors {
 		if tied := t.Attr(tensor.AttrTiedTo); tied != "" {
-			p.Drop = append(p.Drop, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("shares its storage with %s; written once, as Hugging Face's conversion does", tied)})
+			p.Drop = append(p.Drop, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("shares its storage with %s; written once, as Hugging Face's conversion does, and recorded in the metadata", tied)})
+			s.ties[t.Name] = tied
 			continue
 		}
 		info, known := t.DType.Info()
@@ -143,6 +148,11 @@ func (s *Sink) layout(m *tensor.Manifest) (*sinkPlan, []plugin.Decision, error) 
 		}
 		return true
 	})
+	for name, kept := range s.ties {
+		if _, set := meta[name]; !set {
+			meta[name] = kept
+		}
+	}
 	if len(dropped) > 0 {
 		notes = append(notes, plugin.Decision{Msg: fmt.Sprintf("%d metadata keys that are not strings are left out (safetensors metadata holds strings only): %s", len(dropped), abbreviate(dropped, 6))})
 	}
