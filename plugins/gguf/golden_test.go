@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -248,6 +249,12 @@ func TestReferenceVerdicts(t *testing.T) {
 	nopad := mustOpen(t, filepath.Join(ref, "nopad.gguf"))
 	if err := nopad.CheckPadding(); err == nil {
 		t.Errorf("nopad.gguf: CheckPadding accepted a file whose last tensor lacks its padding")
+	}
+	// The source refuses it, as ggml refuses to load its data.
+	src, _ := NewSource(&SourceConfig{Path: filepath.Join(ref, "nopad.gguf")})
+	defer src.Close()
+	if _, err := src.Describe(context.Background()); !errors.Is(err, binio.ErrFormat) || !strings.Contains(err.Error(), "padding") {
+		t.Errorf("nopad.gguf: Describe: %v", err)
 	}
 
 	nested := mustOpen(t, filepath.Join(ref, "nested.gguf"))

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
+	"github.com/sluice-ml/sluice/sdk/codec"
 	"github.com/sluice-ml/sluice/sdk/layout"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -82,18 +83,8 @@ func NewSink(cfg *SinkConfig) (*Sink, error) {
 	return s, nil
 }
 
-// canEncode reports whether the core's codec can produce d. It mirrors
-// sdk/codec's table (float, integer and these ggml block types).
-func canEncode(d tensor.DType) bool {
-	switch d {
-	case tensor.F64, tensor.F32, tensor.F16, tensor.BF16, tensor.I64, tensor.I32, tensor.I16, tensor.I8,
-		tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
-		tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K,
-		tensor.TQ1_0, tensor.TQ2_0, tensor.MXFP4, tensor.IQ4NL, tensor.IQ4XS:
-		return true
-	}
-	return false
-}
+// canEncode reports whether the core's codec can produce d.
+func canEncode(d tensor.DType) bool { return codec.CanEncode(d) }
 
 func writableDTypes() []string {
 	var out []string
@@ -305,14 +296,15 @@ func (s *Sink) decide(t *tensor.TensorInfo, keepF32 bool) (tensor.DType, string,
 			return t.DType, "", nil
 		}
 		switch t.DType {
-		case tensor.Bool, tensor.U8:
-			return tensor.I16, fmt.Sprintf("GGUF has no %s type; widened to i16", t.DType), nil
+		case tensor.Bool:
+			return tensor.I8, "GGUF has no bool type; written as i8 (0/1)", nil
+		case tensor.U8:
+			return tensor.I16, "GGUF has no u8 type; widened to i16", nil
 		case tensor.U16:
 			return tensor.I32, "GGUF has no u16 type; widened to i32", nil
-		case tensor.U32:
-			return tensor.I64, "GGUF has no u32 type; widened to i64", nil
 		}
-		return "", "", &plugin.InputError{Tensor: t.Name, Msg: fmt.Sprintf("GGUF has no %s type and no wider integer type holds every value", t.DType)}
+		// The codec converts through float32, exact only up to 2^24.
+		return "", "", &plugin.InputError{Tensor: t.Name, Msg: fmt.Sprintf("GGUF has no %s type, and widening it exactly is not supported; cast it to a GGUF integer type (i8, i16, i32, i64) first", t.DType)}
 	}
 	if keepF32 {
 		if t.DType == tensor.F32 {

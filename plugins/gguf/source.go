@@ -91,7 +91,9 @@ func (s *Source) open() (*Set, error) {
 	return set, nil
 }
 
-// Describe reads the header(s) and returns the manifest. Every tensor carries
+// Describe reads the header(s) and returns the manifest. It refuses a file
+// whose tensor data or trailing padding runs past its end, as ggml's loader
+// does. Every tensor carries
 // its Location (absolute offset in its shard), so the core can read it in
 // place. Keys apsi.units.<tensor> become the tensor's AttrUnit attribute; the
 // split keys are dropped.
@@ -101,6 +103,13 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 	set, err := s.open()
 	if err != nil {
 		return nil, err
+	}
+	// ggml refuses to load the data of a file whose last tensor lacks its
+	// trailing padding; so does the source (a truncated file is an error).
+	for _, f := range set.Files {
+		if err := f.CheckPadding(); err != nil {
+			return nil, err
+		}
 	}
 	m := &tensor.Manifest{Metadata: set.Metadata()}
 	s.located = map[string]located{}
