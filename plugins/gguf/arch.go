@@ -18,6 +18,9 @@ import (
 // general.quantization_version.
 const QuantizationVersion = 2
 
+// KeyFileType is llama.cpp's general.file_type (LlamaFileType, u32).
+const KeyFileType = "general.file_type"
+
 // hfConfig holds the config.json fields llama.cpp's converter reads for the
 // llama family.
 type hfConfig struct {
@@ -298,7 +301,7 @@ func (c *hfConversion) metadata(specs []TensorSpec, dtype tensor.DType) (tensor.
 	if err := u32(a+".attention.value_length", cfg.HeadDim); err != nil {
 		return md, err
 	}
-	md.Set("general.file_type", tensor.U32Value(fileType(specs, dtype)))
+	md.Set(KeyFileType, tensor.U32Value(fileType(specs, dtype)))
 	if c.arch == "llama" {
 		vocab := cfg.VocabSize
 		if vocab == nil {

@@ -98,6 +98,18 @@ func TestDTypeDecisions(t *testing.T) {
 		t.Errorf("f16: integer tensor converted")
 	}
 
+	// general.file_type follows the dtype option.
+	m2, data := smallManifest(TensorSpec{Name: "w", DType: tensor.Q8_0, Shape: []uint64{2, 64}})
+	m2.Metadata.Set(KeyFileType, tensor.U32Value(1))
+	out := filepath.Join(dir, "ft.gguf")
+	sink, _ := NewSink(&SinkConfig{Path: out, DType: "q8_0"})
+	if _, _, err := runPipeline(t, m2, memOpen(data), sink, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mustOpen(t, out).Metadata.Get(KeyFileType); v.Bits() != 7 {
+		t.Errorf("general.file_type = %v after dtype = q8_0, want 7", v)
+	}
+
 	// Begin refuses a manifest that did not get the planned conversions.
 	s, _ := NewSink(&SinkConfig{Path: filepath.Join(dir, "x.gguf"), DType: "q8_0"})
 	if err := s.Begin(context.Background(), m, plugin.BeginOptions{}); err == nil || !strings.Contains(err.Error(), "did not happen") {

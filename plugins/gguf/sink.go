@@ -226,6 +226,12 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 		}
 		return true
 	})
+	// A dtype option re-types the model: keep general.file_type truthful.
+	if v, ok := md.Get(KeyFileType); ok && conv == nil && s.dtype != "" {
+		if ft, known := fileTypes[s.dtype]; known && v.Type() == tensor.TypeU32 {
+			md.Set(KeyFileType, tensor.U32Value(ft))
+		}
+	}
 	for _, p := range tensors {
 		if u := p.in.Attr(tensor.AttrUnit); u != "" {
 			md.Set(UnitKeyPrefix+p.spec.Name, tensor.StringValue(u))
