@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	a := &app{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(terraformFlags(args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
@@ -134,4 +135,20 @@ func (a *app) workerCount() int {
 		return a.workers
 	}
 	return runtime.GOMAXPROCS(0)
+}
+
+// terraformFlags accepts the single-dash spellings Terraform and Packer users
+// type (-var, -var-file) for the flags cobra spells with two dashes.
+func terraformFlags(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, f := range []string{"-var", "-var-file"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				a = "-" + a
+				break
+			}
+		}
+		out[i] = a
+	}
+	return out
 }

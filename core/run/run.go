@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/plan"
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
@@ -78,8 +79,13 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	abort := func(cause error) error {
 		actx := context.WithoutCancel(ctx)
 		for _, sk := range begun {
-			if err := sk.Sink.Abort(actx); err != nil {
+			if err := sk.Sink.Abort(actx); err != nil && !errors.Is(err, plugin.ErrPluginExited) {
 				cause = errors.Join(cause, fmt.Errorf("%s: abort: %w", sk.Stage.Addr(), err))
+			}
+			// A sink whose process died could not remove its temporary
+			// files; they carry its pid, which no longer runs.
+			for _, f := range sk.Plan.Files {
+				atomicfile.CleanStale(f.Path)
 			}
 		}
 		return cause

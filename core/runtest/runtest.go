@@ -50,7 +50,9 @@ func (c *Checkpoint) Add(name string, dt tensor.DType, shape []uint64, data []by
 // memSource serves a Checkpoint.
 type memSource struct{ c *Checkpoint }
 
-func (s *memSource) Describe(context.Context) (*tensor.Manifest, error) { return s.c.Manifest.Clone(), nil }
+func (s *memSource) Describe(context.Context) (*tensor.Manifest, error) {
+	return s.c.Manifest.Clone(), nil
+}
 
 func (s *memSource) Open(_ context.Context, name string) (io.ReadCloser, error) {
 	b, ok := s.c.Data[name]

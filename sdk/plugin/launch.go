@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -34,9 +33,10 @@ type LaunchConfig struct {
 // Client is a running plugin process. It implements Instance.
 type Client struct {
 	*rpcClient
-	gp     *goplugin.Client
-	stderr *tail
-	label  string
+	gp      *goplugin.Client
+	stderr  *tail
+	exitLog *tail
+	label   string
 }
 
 // Launch starts a plugin process, performs the handshake (gRPC only, with
@@ -57,6 +57,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		)
 	}
 	st := &tail{max: 40}
+	exitLog := &tail{max: 4}
 	cc := &goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{arena: cfg.Arena}}},
@@ -64,9 +65,11 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Stderr:           st,
+		SyncStderr:       st,
 		StartTimeout:     cfg.StartTimeout,
-		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
-		GRPCDialOptions:  nil,
+		// go-plugin logs the process's exit status at error level.
+		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: &exitFilter{exitLog}, DisableTime: true}),
+		GRPCDialOptions: nil,
 	}
 	if cfg.SHA256 != nil {
 		cc.SecureConfig = &goplugin.SecureConfig{Checksum: cfg.SHA256, Hash: sha256.New()}
@@ -86,7 +89,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		return nil, fmt.Errorf("%s: %w%s", label, err, st.quote())
 	}
 	rc := raw.(*rpcClient)
-	c := &Client{rpcClient: rc, gp: gp, stderr: st, label: label}
+	c := &Client{rpcClient: rc, gp: gp, stderr: st, exitLog: exitLog, label: label}
 	rc.wrap = c.explain
 	return c, nil
 }
@@ -98,7 +101,14 @@ func (c *Client) explain(err error) error {
 		for i := 0; i < 20 && !c.gp.Exited(); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
-		return &CrashError{Label: c.label, Err: err, Stderr: c.stderr.lines()}
+		time.Sleep(20 * time.Millisecond)
+		ce := &CrashError{Label: c.label, Err: err, Stderr: c.stderr.lines()}
+		for _, l := range c.exitLog.lines() {
+			if _, status, ok := strings.Cut(l, "error="); ok {
+				ce.Status = strings.Trim(strings.TrimSpace(status), `"`)
+			}
+		}
+		return ce
 	}
 	return err
 }
@@ -123,14 +133,20 @@ func (c *Client) Pid() int {
 // CrashError reports a plugin process that died or stopped answering, with
 // the last lines it wrote to stderr.
 type CrashError struct {
-	Label  string
-	Err    error
+	Label string
+	Err   error
+	// Status is the process's exit status, when known ("exit status 2",
+	// "signal: killed").
+	Status string
 	Stderr []string
 }
 
 func (e *CrashError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s crashed or was killed", e.Label)
+	if e.Status != "" {
+		fmt.Fprintf(&b, " (%s)", e.Status)
+	}
 	if len(e.Stderr) > 0 {
 		b.WriteString("; last lines of its stderr:\n")
 		for _, l := range e.Stderr {
@@ -143,6 +159,16 @@ func (e *CrashError) Error() string {
 
 // Unwrap returns ErrPluginExited.
 func (e *CrashError) Unwrap() error { return ErrPluginExited }
+
+// exitFilter keeps go-plugin's "plugin process exited" lines.
+type exitFilter struct{ t *tail }
+
+func (f *exitFilter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("plugin process exited")) {
+		f.t.Write(p)
+	}
+	return len(p), nil
+}
 
 // tail keeps the last lines written to it.
 type tail struct {
