@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -39,6 +40,8 @@ type hfConfig struct {
 	RopeTheta             *float64        `json:"rope_theta"`
 	RopeScaling           json.RawMessage `json:"rope_scaling"`
 	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
+	// OriginalMaxPositionEmbeddings is read when rope_scaling lacks it.
+	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
 }
 
 // families maps a Hugging Face architecture class or model_type to the
@@ -358,6 +361,10 @@ func (c *hfConversion) ropeScaling(md *tensor.Metadata) error {
 	switch kind {
 	case "", "default":
 		return nil
+	case "llama3":
+		if c.arch == "llama" {
+			return nil // carried by the generated rope_freqs.weight tensor
+		}
 	case "linear", "yarn":
 		md.Set(a+".rope.scaling.type", tensor.StringValue(kind))
 		if rs.Factor != nil {
@@ -368,7 +375,7 @@ func (c *hfConversion) ropeScaling(md *tensor.Metadata) error {
 		}
 		return nil
 	}
-	return &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("rope_scaling type %q is not converted yet (llama.cpp generates a rope_freqs tensor for llama3); supported: linear, yarn", kind)}
+	return &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("rope_scaling type %q is not converted for the %s architecture; supported: linear, yarn, llama3 (llama family)", kind, c.family)}
 }
 
 // tokenizerMetadata converts the checkpoint's tokenizer.json and
@@ -396,4 +403,96 @@ func tokenizerMetadata(md *tensor.Metadata) (tensor.Metadata, string, error) {
 		return tensor.Metadata{}, "", &plugin.InputError{File: "tokenizer.json", Msg: "cannot be converted to GGUF tokenizer keys", Err: err}
 	}
 	return *out, "", nil
+}
+
+// generatedTensor is a tensor the sink writes itself.
+type generatedTensor struct {
+	spec TensorSpec
+	data []byte
+	why  string
+}
+
+// ropeParams reads rope_scaling's llama3 parameters, or reports none.
+type ropeParams struct {
+	RopeType        string   `json:"rope_type"`
+	Type            string   `json:"type"`
+	Factor          *float64 `json:"factor"`
+	LowFreqFactor   *float64 `json:"low_freq_factor"`
+	HighFreqFactor  *float64 `json:"high_freq_factor"`
+	OriginalContext *float64 `json:"original_max_position_embeddings"`
+	RopeTheta       *float64 `json:"rope_theta"`
+}
+
+// extraTensors returns the tensors llama.cpp's converter generates: for
+// llama3 rope scaling, rope_freqs.weight (f32, head_dim/2 frequency factors).
+func (c *hfConversion) extraTensors() ([]generatedTensor, error) {
+	raw := c.cfg.RopeScaling
+	if c.arch != "llama" || len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var rp ropeParams
+	if err := json.Unmarshal(raw, &rp); err != nil {
+		return nil, &plugin.InputError{File: "config.json", Msg: "rope_scaling is not an object", Err: err}
+	}
+	if !strings.EqualFold(rp.RopeType, "llama3") && !strings.EqualFold(rp.Type, "llama3") {
+		return nil, nil
+	}
+	base := 10000.0
+	if rp.RopeTheta != nil {
+		base = *rp.RopeTheta
+	} else if c.cfg.RopeTheta != nil {
+		base = *c.cfg.RopeTheta
+	}
+	dim := *c.cfg.HiddenSize / *c.cfg.NumAttentionHeads
+	if c.cfg.HeadDim != nil {
+		dim = *c.cfg.HeadDim
+	}
+	if dim == 0 || dim%2 != 0 || dim > 1<<16 {
+		return nil, &plugin.InputError{File: "config.json", Msg: fmt.Sprintf("head dimension %d cannot carry llama3 rope factors", dim)}
+	}
+	get := func(p *float64, def float64) float64 {
+		if p != nil {
+			return *p
+		}
+		return def
+	}
+	oldContext := get(rp.OriginalContext, 8192)
+	if rp.OriginalContext == nil && c.cfg.OriginalMaxPositionEmbeddings != nil {
+		oldContext = *c.cfg.OriginalMaxPositionEmbeddings
+	}
+	factors := llama3RopeFactors(base, int(dim), get(rp.Factor, 8), get(rp.LowFreqFactor, 1), get(rp.HighFreqFactor, 4), oldContext)
+	data := make([]byte, 4*len(factors))
+	for i, f := range factors {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
+	}
+	return []generatedTensor{{
+		spec: TensorSpec{Name: "rope_freqs.weight", DType: tensor.F32, Shape: []uint64{uint64(len(factors))}},
+		data: data,
+		why:  "generated from config.json's llama3 rope_scaling, as llama.cpp's converter does",
+	}}, nil
+}
+
+// llama3RopeFactors computes Llama 3's per-frequency RoPE scaling factors the
+// way llama.cpp's converter does, in float32 where it uses float32 tensors:
+// frequencies 1/base^(i/dim) for even i; factor 1 for short wavelengths,
+// factor for long ones, and a smooth blend in between.
+func llama3RopeFactors(base float64, dim int, factor, lowFreq, highFreq, oldContext float64) []float32 {
+	lowWavelen := oldContext / lowFreq
+	highWavelen := oldContext / highFreq
+	out := make([]float32, 0, dim/2)
+	for i := 0; i < dim; i += 2 {
+		exp := float32(i) / float32(dim)
+		freq := 1 / float32(math.Pow(base, float64(exp)))
+		wavelen := float32(2*math.Pi) / freq
+		switch {
+		case float64(wavelen) < highWavelen:
+			out = append(out, 1)
+		case float64(wavelen) > lowWavelen:
+			out = append(out, float32(factor))
+		default:
+			smooth := (float32(oldContext)/wavelen - float32(lowFreq)) / float32(highFreq-lowFreq)
+			out = append(out, 1/((1-smooth)/float32(factor)+smooth))
+		}
+	}
+	return out
 }

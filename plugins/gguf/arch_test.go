@@ -277,3 +277,41 @@ func TestSizeLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestLlama3RopeFreqs(t *testing.T) {
+	m, data := hfCheckpoint("llama")
+	cfg := m.Metadata.String(tensor.MetaHFConfig)
+	cfg = strings.Replace(cfg, `"rope_theta":10000.0`, `"rope_theta":500000.0,"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192}`, 1)
+	m.Metadata.Set(tensor.MetaHFConfig, tensor.StringValue(cfg))
+	out := filepath.Join(t.TempDir(), "llama3.gguf")
+	sink, _ := NewSink(&SinkConfig{Path: out, Architecture: "auto"})
+	if _, _, err := runPipeline(t, m, memOpen(data), sink, bf16ToF32); err != nil {
+		t.Fatal(err)
+	}
+	f := mustOpen(t, out)
+	rf := &f.Tensors[0]
+	if rf.Name != "rope_freqs.weight" || rf.DType != tensor.F32 || !equalShape(rf.Shape(), []uint64{8}) {
+		t.Fatalf("first tensor %s %s %v, want rope_freqs.weight f32 [8]", rf.Name, rf.DType, rf.Shape())
+	}
+	if _, ok := f.Metadata.Get("llama.rope.scaling.type"); ok {
+		t.Errorf("llama3 scaling is carried by rope_freqs, not by rope.scaling keys")
+	}
+	b := sectionBytes(t, f, "rope_freqs.weight")
+	// Head dim 16, base 5e5: wavelengths 2π·5e5^(i/16) for i = 0, 2, …, 14.
+	// Below 8192/4 the factor is 1, above 8192 it is 8, between it blends.
+	for k := 0; k < 8; k++ {
+		got := math.Float32frombits(binary.LittleEndian.Uint32(b[4*k:]))
+		wavelen := 2 * math.Pi * math.Pow(500000, float64(2*k)/16)
+		want := 1.0
+		switch {
+		case wavelen > 8192:
+			want = 8
+		case wavelen >= 2048:
+			smooth := (8192/wavelen - 1) / 3
+			want = 1 / ((1-smooth)/8 + smooth)
+		}
+		if math.Abs(float64(got)-want) > 1e-5*want {
+			t.Errorf("factor %d = %v, want %v", k, got, want)
+		}
+	}
+}

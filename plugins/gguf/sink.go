@@ -102,8 +102,10 @@ type outFile struct {
 	path    string
 	md      tensor.Metadata
 	specs   []TensorSpec
-	inNames []string
+	inNames []string // incoming tensor names; "" for generated ones
 	layout  *Layout
+	// generated holds the bytes of tensors the sink makes itself, by index.
+	generated map[int][]byte
 }
 
 // output is the whole planned output for one manifest.
@@ -131,12 +133,24 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 	}
 
 	type planned struct {
-		in    *tensor.TensorInfo
+		in    *tensor.TensorInfo // nil for a tensor the sink generates
+		gen   []byte             // the bytes of a generated tensor
 		spec  TensorSpec
 		shard int
 	}
 	var tensors []planned
 	shards := 0
+	if conv != nil {
+		// Tensors llama.cpp's converter generates come first, as it writes them.
+		extra, err := conv.extraTensors()
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range extra {
+			tensors = append(tensors, planned{spec: g.spec, gen: g.data})
+			out.notes = append(out.notes, plugin.Decision{Tensor: g.spec.Name, Msg: g.why})
+		}
+	}
 	for i := range in.Tensors {
 		t := &in.Tensors[i]
 		name := t.Name
@@ -181,7 +195,11 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 		tensors = append(tensors, p)
 	}
 	if shards > 0 {
-		for _, p := range tensors {
+		for i, p := range tensors {
+			if p.in == nil {
+				tensors[i].shard = 1
+				continue
+			}
 			if p.shard == 0 {
 				return nil, &plugin.InputError{Tensor: p.in.Name, Msg: "has no shard assignment while other tensors have one"}
 			}
@@ -233,6 +251,9 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 		}
 	}
 	for _, p := range tensors {
+		if p.in == nil {
+			continue
+		}
 		if u := p.in.Attr(tensor.AttrUnit); u != "" {
 			md.Set(UnitKeyPrefix+p.spec.Name, tensor.StringValue(u))
 		}
@@ -267,10 +288,19 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 			f.md = md
 		}
 		for _, p := range tensors {
-			if p.shard == i {
-				f.specs = append(f.specs, p.spec)
+			if p.shard != i {
+				continue
+			}
+			if p.in == nil {
+				if f.generated == nil {
+					f.generated = map[int][]byte{}
+				}
+				f.generated[len(f.specs)] = p.gen
+				f.inNames = append(f.inNames, "")
+			} else {
 				f.inNames = append(f.inNames, p.in.Name)
 			}
+			f.specs = append(f.specs, p.spec)
 		}
 		out.files = append(out.files, f)
 	}
@@ -395,7 +425,16 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			s.abortLocked()
 			return fmt.Errorf("writing the header of %s: %w", f.path, err)
 		}
+		for i, b := range f.generated {
+			if _, err := af.WriteAt(b, int64(f.layout.Offsets[i])); err != nil {
+				s.abortLocked()
+				return fmt.Errorf("writing tensor %q of %s: %w", f.specs[i].Name, f.path, err)
+			}
+		}
 		for i, name := range f.inNames {
+			if name == "" {
+				continue
+			}
 			s.targets[name] = &target{file: fi, offset: f.layout.Offsets[i], size: f.layout.Sizes[i], permute: out.permutes[name]}
 		}
 	}
