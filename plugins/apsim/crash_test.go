@@ -33,7 +33,9 @@ func TestCrashHelper(t *testing.T) {
 	}
 	c := sampleCheckpoint(t, 61)
 	if os.Getenv("APSIM_CRASH_BIG") != "" {
-		c.addPlain(t, testRNG(), "big", tensor.F32, []uint64{16 << 20}, "")
+		const n = 8 << 20 // 32 MiB of f32, quick to make
+		c.m.Tensors = append(c.m.Tensors, tensor.TensorInfo{Name: "big", DType: tensor.F32, Shape: []uint64{n}, Size: 4 * n})
+		c.data["big"] = make([]byte, 4*n)
 	}
 	fmt.Println("SAVING")
 	os.Stdout.Sync()
@@ -149,7 +151,7 @@ func TestKillAtRandomTimes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	for _, delay := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond} {
+	for _, delay := range []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond, 30 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond, 300 * time.Millisecond, 800 * time.Millisecond} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "model.apsim")
 		runChild(t, []string{"APSIM_CRASH_PATH=" + path, "APSIM_CRASH_BIG=1"}, "", delay)
