@@ -59,6 +59,43 @@ func (in *Info) Tensor(name string) (*Tensor, bool) {
 	return nil, false
 }
 
+// dataEnd returns where the last tensor's bytes end (the data section's
+// start when there are none).
+func (in *Info) dataEnd() uint64 {
+	end := in.DataOffset
+	for i := range in.Tensors {
+		end = max(end, in.DataOffset+in.Tensors[i].Offset+in.Tensors[i].Size)
+	}
+	return end
+}
+
+// checkTail checks what follows the last tensor in a file of total bytes
+// (uncompressed): its zero padding to 64 bytes (absent in some hand-made
+// files) and the footer (absent in some old aprender files, so optional
+// unless verify). trailer holds the last 16 bytes of the file.
+func (in *Info) checkTail(total int64, trailer []byte, verify bool, file string) error {
+	end := in.dataEnd()
+	footer := uint64(aprenderFooterSize)
+	if in.Layout == LayoutSpec {
+		footer = specFooterSize
+		if len(trailer) >= 16 {
+			if size := binary.LittleEndian.Uint64(trailer[len(trailer)-8:]); size != uint64(total) {
+				return checksumError(file, total-8, "footer total size says %d bytes, the file has %d", size, total)
+			}
+		}
+	}
+	pad := align64(end) - end
+	rest := uint64(total) - end
+	ok := rest == footer || rest == pad+footer
+	if !verify && in.Layout == LayoutAprender {
+		ok = ok || rest == 0 || rest == pad
+	}
+	if uint64(total) < end || !ok {
+		return binio.Errorf(file, total, "the file ends %d bytes after its last tensor; a complete file has %d bytes of padding and a %d-byte footer there (truncated or extended?)", int64(total)-int64(end), pad, footer)
+	}
+	return nil
+}
+
 // wholeFile reports whether compression covers everything after the header.
 func (in *Info) wholeFile() bool {
 	return in.Layout == LayoutAprender && in.Compression != CompressionNone

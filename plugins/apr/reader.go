@@ -93,6 +93,13 @@ func NewReader(r io.ReaderAt, size int64, opts ReadOptions) (*Reader, error) {
 		if err != nil {
 			return nil, err
 		}
+		trailer := make([]byte, specFooterSize)
+		if _, err := r.ReadAt(trailer, size-specFooterSize); err != nil {
+			return nil, fmt.Errorf("%s: reading the footer: %w", file, err)
+		}
+		if err := in.checkTail(size, trailer, !opts.NoVerify, file); err != nil {
+			return nil, err
+		}
 		rd.Info = *in
 		return rd, nil
 	}
@@ -124,6 +131,9 @@ func NewReader(r io.ReaderAt, size int64, opts ReadOptions) (*Reader, error) {
 		limit -= aprenderFooterSize
 	}
 	in, err := parseAprender(newSeqAt(logical, logicalSize, file), h, limit)
+	if err == nil {
+		err = in.checkTail(logicalSize, nil, !opts.NoVerify, file)
+	}
 	if err != nil {
 		rd.Close()
 		return nil, err

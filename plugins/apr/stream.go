@@ -168,6 +168,9 @@ func (sr *StreamReader) advance() (*Tensor, io.Reader, error) {
 				return nil, nil, err
 			}
 		}
+		if err := sr.checkTail(sr.th.total, sr.th.held, sr.verify, sr.file); err != nil {
+			return nil, nil, err
+		}
 		return nil, nil, io.EOF
 	}
 	t := &sr.Tensors[sr.order[sr.next]]
