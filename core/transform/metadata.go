@@ -21,7 +21,7 @@ func init() {
 			"one it keeps the existing key's type, or takes string or bool from the value.",
 		Spec: hcldec.ObjectSpec{
 			"delete": &hcldec.AttrSpec{Name: "delete", Type: cty.List(cty.String)},
-			"set": &hcldec.BlockListSpec{TypeName: "set", Nested: hcldec.ObjectSpec{
+			"set": &hcldec.BlockTupleSpec{TypeName: "set", Nested: hcldec.ObjectSpec{
 				"key":   &hcldec.AttrSpec{Name: "key", Type: cty.String, Required: true},
 				"type":  &hcldec.AttrSpec{Name: "type", Type: cty.String},
 				"value": &hcldec.AttrSpec{Name: "value", Type: cty.DynamicPseudoType, Required: true},

@@ -162,7 +162,7 @@ func llamaGGUF(t testing.TB, layers int, h, ff uint64, dt tensor.DType, withData
 // Q4_K_M preset: each matrix becomes the preset's type for it, with the
 // codec's bytes for the decoded q8_0 values, and norms stay f32.
 func TestRequantizeQ8ToQ4KM(t *testing.T) {
-	c := llamaGGUF(t, 8, 256, 512, tensor.Q8_0, true)
+	c := llamaGGUF(t, 8, 256, 256, tensor.Q8_0, true)
 	res := run(t, one("quantize", `preset = "Q4_K_M"`), runtest.Options{Sources: sources(c), Workers: 2})
 	out := res.Sinks["out"]
 	if v, ok := out.Manifest.Metadata.Get("general.file_type"); !ok || v.String() != "15" {
