@@ -444,13 +444,13 @@ func TestMetadata(t *testing.T) {
 	}
 
 	for body, want := range map[string]string{
-		"set {\n key = \"k\"\n type = \"u8\"\n value = 300\n}":        "300 is out of range for u8",
-		"set {\n key = \"k\"\n type = \"u32\"\n value = 1.5\n}":       "not a whole number",
-		"set {\n key = \"k\"\n type = \"string\"\n value = 5\n}":      "type string needs a quoted string",
-		"set {\n key = \"k\"\n value = 5\n}":                          `key "k" is new and its value is not a string or bool; give its type`,
-		"set {\n key = \"k\"\n type = \"array\"\n value = [1]\n}":     "say the element type",
-		"set {\n key = \"k\"\n type = \"i8\"\n value = -129\n}":       "-129 is out of range for i8",
-		"copy {\n from = \"nope\"\n to = \"x\"\n}":                    `key "nope" does not exist`,
+		"set {\n key = \"k\"\n type = \"u8\"\n value = 300\n}":            "300 is out of range for u8",
+		"set {\n key = \"k\"\n type = \"u32\"\n value = 1.5\n}":           "not a whole number",
+		"set {\n key = \"k\"\n type = \"string\"\n value = 5\n}":          "type string needs a quoted string",
+		"set {\n key = \"k\"\n value = 5\n}":                              `key "k" is new and its value is not a string or bool; give its type`,
+		"set {\n key = \"k\"\n type = \"array\"\n value = [1]\n}":         "say the element type",
+		"set {\n key = \"k\"\n type = \"i8\"\n value = -129\n}":           "-129 is out of range for i8",
+		"copy {\n from = \"nope\"\n to = \"x\"\n}":                        `key "nope" does not exist`,
 		"rename {\n from = \"general.name\"\n to = \"hf.config.json\"\n}": "that key exists",
 	} {
 		err := runErr(t, one("metadata", body), runtest.Options{Sources: sources(c), PlanOnly: true})
@@ -588,9 +588,9 @@ sink "mem" "out" {
 		t.Fatal(err)
 	}
 	for body, want := range map[string]string{
-		``:                                    "give exactly one of key, key_file or user_key = true",
-		"key = \"a\"\n user_key = true":       "give exactly one of",
-		`key = ""`:                            "the shared secret is empty",
+		``:                                     "give exactly one of key, key_file or user_key = true",
+		"key = \"a\"\n user_key = true":        "give exactly one of",
+		`key = ""`:                             "the shared secret is empty",
 		`key_file = "/nonexistent/sluice.key"`: "reading the key file",
 	} {
 		err := runErr(t, one("sign", body), runtest.Options{Sources: sources(c), PlanOnly: true})
