@@ -189,6 +189,57 @@ func bestIndexMXFP4(x, e float32) uint8 {
 	return uint8(best)
 }
 
+// mxfp4Codes writes the E2M1 codes of x at scale e, as bestIndexMXFP4 would
+// choose them. For x ≥ +0 no negative value can be strictly closer than
+// index 0 (its error |v·e - x| ≥ |x|), and index 8 (also zero) only ties it,
+// so only indexes 0..7 need checking; for x ≤ -0 only 0 and 9..15. The eight
+// errors are compared as bits (equal order for non-negative floats, and a NaN
+// x makes every error the same NaN), the first minimum winning.
+func mxfp4Codes(q []byte, x []float32, e float32) {
+	var p [16]float32
+	for i, k := range kvaluesMXFP4 {
+		p[i] = float32(float32(k) * e)
+	}
+	half := len(x) / 2
+	q = q[:half]
+	for j := range 2 * half {
+		v := x[j]
+		off := (math.Float32bits(v) >> 31) * 8
+		c := (*[8]float32)(p[off : off+8])
+		// p[0] - v is -v, exactly.
+		best, idx := math.Float32bits(v)&0x7fffffff, uint32(0)
+		if b := math.Float32bits(c[1]-v) & 0x7fffffff; b < best {
+			best, idx = b, 1
+		}
+		if b := math.Float32bits(c[2]-v) & 0x7fffffff; b < best {
+			best, idx = b, 2
+		}
+		if b := math.Float32bits(c[3]-v) & 0x7fffffff; b < best {
+			best, idx = b, 3
+		}
+		if b := math.Float32bits(c[4]-v) & 0x7fffffff; b < best {
+			best, idx = b, 4
+		}
+		if b := math.Float32bits(c[5]-v) & 0x7fffffff; b < best {
+			best, idx = b, 5
+		}
+		if b := math.Float32bits(c[6]-v) & 0x7fffffff; b < best {
+			best, idx = b, 6
+		}
+		if b := math.Float32bits(c[7]-v) & 0x7fffffff; b < best {
+			idx = 7
+		}
+		if idx > 0 {
+			idx += off
+		}
+		if j < half {
+			q[j] = uint8(idx)
+		} else {
+			q[j-half] |= uint8(idx) << 4
+		}
+	}
+}
+
 func encodeMXFP4(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 17 {
 		x := src[:32]
@@ -198,11 +249,8 @@ func encodeMXFP4(dst []byte, src []float32) {
 		if amax > 0 {
 			e = uint8(cvtt(log2Floor(amax) - 2 + 127))
 		}
-		d := e8m0Half(e)
 		y[0] = e
-		for j := range 16 {
-			y[1+j] = bestIndexMXFP4(x[j], d) | bestIndexMXFP4(x[j+16], d)<<4
-		}
+		mxfp4Codes(y[1:17], x, e8m0Half(e))
 		src, dst = src[32:], dst[17:]
 	}
 }
@@ -225,30 +273,37 @@ func decodeMXFP4(dst []float32, src []byte) {
 // kvaluesIQ4NL is ggml's non-linear 4-bit codebook (kvalues_iq4nl).
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
+// iq4Below maps floor(x)+128 to the largest index j ≤ 14 with
+// kvaluesIQ4NL[j] ≤ floor(x), for -127 < x < 113. The codebook holds
+// integers, so v ≤ x exactly when v ≤ floor(x).
+var iq4Below = func() (t [241]uint8) {
+	for k := range t {
+		j := 0
+		for j < 14 && int(kvaluesIQ4NL[j+1]) <= k-128 {
+			j++
+		}
+		t[k] = uint8(j)
+	}
+	return t
+}()
+
 // bestIndexIQ4 is ggml's best_index_int8 over kvaluesIQ4NL: the index of the
-// value nearest to x, the upper one on ties (and for NaN).
+// value nearest to x, the upper one on ties (and for NaN). The binary search
+// of the C code ends at the last value ≤ x, found here by table.
 func bestIndexIQ4(x float32) uint8 {
-	const n = 16
-	v := &kvaluesIQ4NL
-	if x <= float32(v[0]) {
+	if x > -127 && x < 113 {
+		// float64(x)+128 is exact and positive, so the conversion floors.
+		ml := iq4Below[int(float64(x)+128)]
+		r := ml + 1
+		if x-float32(kvaluesIQ4NL[ml&15]) < float32(kvaluesIQ4NL[r&15])-x {
+			r = ml
+		}
+		return r
+	}
+	if x <= -127 {
 		return 0
 	}
-	if x >= float32(v[n-1]) {
-		return n - 1
-	}
-	ml, mu := 0, n-1
-	for mu-ml > 1 {
-		mav := (ml + mu) / 2
-		if x < float32(v[mav]) {
-			mu = mav
-		} else {
-			ml = mav
-		}
-	}
-	if x-float32(v[mu-1]) < float32(v[mu])-x {
-		return uint8(mu - 1)
-	}
-	return uint8(mu)
+	return 15 // x ≥ 113, or NaN
 }
 
 // iq4Block is the per-32 scale search of ggml's quantize_row_iq4_nl_impl with

@@ -299,3 +299,79 @@ func TestKQuantHelpersMatchPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestMXFP4CodesMatchPlain checks the shortcut search against ggml's
+// 16-way best_index_mxfp4 on random values at every exponent.
+func TestMXFP4CodesMatchPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var x [32]float32
+	var q [16]byte
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		e := e8m0Half(uint8(r.IntN(256)))
+		if iter%2 == 0 {
+			amax, _ := argMaxAbs(x[:])
+			if amax > 0 {
+				e = e8m0Half(uint8(cvtt(log2Floor(amax) - 2 + 127)))
+			}
+		}
+		mxfp4Codes(q[:], x[:], e)
+		for j := range 16 {
+			want := bestIndexMXFP4(x[j], e) | bestIndexMXFP4(x[j+16], e)<<4
+			if q[j] != want {
+				t.Fatalf("e=%g x=%g,%g: got %#02x, want %#02x", e, x[j], x[j+16], q[j], want)
+			}
+		}
+	}
+}
+
+// bestIndexInt8Plain is ggml's best_index_int8, binary search and all.
+func bestIndexInt8Plain(val []int8, x float32) uint8 {
+	n := len(val)
+	if x <= float32(val[0]) {
+		return 0
+	}
+	if x >= float32(val[n-1]) {
+		return uint8(n - 1)
+	}
+	ml, mu := 0, n-1
+	for mu-ml > 1 {
+		mav := (ml + mu) / 2
+		if x < float32(val[mav]) {
+			mu = mav
+		} else {
+			ml = mav
+		}
+	}
+	if x-float32(val[mu-1]) < float32(val[mu])-x {
+		return uint8(mu - 1)
+	}
+	return uint8(mu)
+}
+
+// TestBestIndexIQ4MatchesPlain compares the table lookup with the binary
+// search around every codebook value and midpoint, and on random values.
+func TestBestIndexIQ4MatchesPlain(t *testing.T) {
+	check := func(x float32) {
+		if got, want := bestIndexIQ4(x), bestIndexInt8Plain(kvaluesIQ4NL[:], x); got != want {
+			t.Fatalf("bestIndexIQ4(%g) = %d, want %d", x, got, want)
+		}
+	}
+	for _, v := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))} {
+		check(v)
+	}
+	for k := -130; k <= 130; k++ {
+		for _, c := range []float32{float32(k), float32(k) + 0.5} {
+			check(c)
+			for d, lo, hi := 0, c, c; d < 4; d++ {
+				lo, hi = math.Nextafter32(lo, -1000), math.Nextafter32(hi, 1000)
+				check(lo)
+				check(hi)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		check(float32(r.NormFloat64() * 80))
+	}
+}
