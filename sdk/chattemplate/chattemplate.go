@@ -64,6 +64,7 @@ type RaiseError struct {
 	Message string
 }
 
+// Error returns the message with a prefix saying where it came from.
 func (e *RaiseError) Error() string { return "chat template raised an exception: " + e.Message }
 
 // ErrNoTemplate is returned for a template a checkpoint does not have.

@@ -357,7 +357,7 @@ func regexStage(expr string) (stage, error) {
 	return splitStage{pat: p, behavior: behaviorIsolated}, nil
 }
 
-// PreTokenizerSpec describes one pre-tokenizer known by name, as llama.cpp
+// preTokenizerSpec describes one pre-tokenizer known by name, as llama.cpp
 // names them in GGUF's tokenizer.ggml.pre.
 type preTokenizerSpec struct {
 	names        []string // canonical name first, then aliases

@@ -82,10 +82,9 @@ func TestContractionLongS(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("llama3 on \"it'ſ\": got %q, want %q", got, want)
 	}
+	// GPT-2's contractions are case-sensitive and ſ is not s: "'" then "ſ".
 	got = collect(fastStage{gpt2Splitter}, "it'ſ")
-	want = []string{"it", "'ſ"} // GPT-2's contractions are case-sensitive: "'" + "ſ" as " ?[^\s\p{L}\p{N}]+" then letters
-	_ = want
-	if len(got) != 3 || got[1] != "'" || got[2] != "ſ" {
+	if strings.Join(got, "|") != "it|'|ſ" {
 		t.Fatalf("gpt2 on \"it'ſ\": got %q, want [it ' ſ]", got)
 	}
 }
