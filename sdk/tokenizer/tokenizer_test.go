@@ -369,3 +369,28 @@ func TestMergeHeapMatchesLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentEncode encodes from several goroutines at once (run with
+// -race to check the piece cache).
+func TestConcurrentEncode(t *testing.T) {
+	tok, err := FromHuggingFace(tinyByteLevelJSON(t), []byte(tinyConfigJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tok.Encode("hello world <think>12345 hello", true)
+	done := make(chan []int32)
+	for g := 0; g < 8; g++ {
+		go func() {
+			var got []int32
+			for i := 0; i < 200; i++ {
+				got = tok.Encode("hello world <think>12345 hello", true)
+			}
+			done <- got
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if got := <-done; !slices.Equal(got, want) {
+			t.Fatalf("concurrent Encode = %v, want %v", got, want)
+		}
+	}
+}
