@@ -391,30 +391,6 @@ func (q *QTensor) SetAttrs(info *tensor.TensorInfo) {
 	}
 }
 
-// scaleIndex returns a function mapping a (row, column) position to its
-// scale's index.
-func (q *QTensor) scaleIndex() func(r, c uint64) uint64 {
-	switch {
-	case q.axis >= 0:
-		// stride of the axis in elements, and its length
-		stride := uint64(1)
-		for _, d := range q.shape[q.axis+1:] {
-			stride *= d
-		}
-		n := q.shape[q.axis]
-		rowLen := q.rowLen
-		if q.axis == len(q.shape)-1 {
-			return func(_, c uint64) uint64 { return c }
-		}
-		return func(r, c uint64) uint64 { return (r*rowLen + c) / stride % n }
-	case q.block != 0:
-		nb := q.scaleShape[len(q.scaleShape)-1]
-		b := q.block
-		return func(r, c uint64) uint64 { return r*nb + c/b }
-	}
-	return func(_, _ uint64) uint64 { return 0 }
-}
-
 // Encode quantizes src (the logical elements, row-major) into a new buffer
 // of Size bytes.
 func (q *QTensor) Encode(src []float32) ([]byte, error) {
@@ -423,6 +399,31 @@ func (q *QTensor) Encode(src []float32) ([]byte, error) {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// segments calls fn for each run of row r's columns [c0, c1) that share
+// scale g.
+func (q *QTensor) segments(r uint64, fn func(c0, c1, g uint64)) {
+	switch {
+	case q.axis >= 0 && q.axis == len(q.shape)-1:
+		for c := uint64(0); c < q.rowLen; c++ {
+			fn(c, c+1, c)
+		}
+	case q.axis >= 0:
+		// The axis lies outside the row: the whole row shares one scale.
+		rowsPerIndex := uint64(1)
+		for _, d := range q.shape[q.axis+1 : len(q.shape)-1] {
+			rowsPerIndex *= d
+		}
+		fn(0, q.rowLen, r/rowsPerIndex%q.shape[q.axis])
+	case q.block != 0:
+		nb := q.scaleShape[len(q.scaleShape)-1]
+		for b := uint64(0); b < nb; b++ {
+			fn(b*q.block, min((b+1)*q.block, q.rowLen), r*nb+b)
+		}
+	default:
+		fn(0, q.rowLen, 0)
+	}
 }
 
 // EncodeInto quantizes src into dst, which must hold exactly Size bytes.
@@ -440,24 +441,25 @@ func (q *QTensor) EncodeInto(dst []byte, src []float32) error {
 	if uint64(len(dst)) != q.size {
 		return fmt.Errorf("codec: encode %s %v: needs %d bytes, got %d", q.format.DType, q.shape, q.size, len(dst))
 	}
-	amax := make([]float32, q.scaleCount)
-	idx := q.scaleIndex()
-	i := 0
-	for r := uint64(0); r < q.rows; r++ {
-		for c := uint64(0); c < q.rowLen; c++ {
-			x := src[i]
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return fmt.Errorf("codec: encode %s: element %d is %v; a QTensor holds finite values only", q.format.DType, i, x)
-			}
-			a := float32(math.Abs(float64(x)))
-			if g := idx(r, c); a > amax[g] {
-				amax[g] = a
-			}
-			i++
+	for i, x := range src {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("codec: encode %s: element %d is %v; a QTensor holds finite values only", q.format.DType, i, x)
 		}
 	}
-	scales := amax // reuse: amax[g] becomes the scale of group g
-	for g, a := range amax {
+	scales := make([]float32, q.scaleCount) // the groups' amax, then their scales
+	for r := uint64(0); r < q.rows; r++ {
+		row := src[r*q.rowLen : (r+1)*q.rowLen]
+		q.segments(r, func(c0, c1, g uint64) {
+			m := scales[g]
+			for _, x := range row[c0:c1] {
+				if a := float32(math.Abs(float64(x))); a > m {
+					m = a
+				}
+			}
+			scales[g] = m
+		})
+	}
+	for g, a := range scales {
 		s := float32(a / q.format.QMax)
 		if s == 0 && a != 0 {
 			s = math.Float32frombits(1)
@@ -466,21 +468,38 @@ func (q *QTensor) EncodeInto(dst []byte, src []float32) error {
 		binary.LittleEndian.PutUint32(dst[4*g:], math.Float32bits(s))
 	}
 	codes := dst[4*q.scaleCount:]
-	clear(codes) // packed codes are OR-ed in
 	f := q.format
-	i = 0
+	tmp := make([]uint32, q.rowLen)
 	for r := uint64(0); r < q.rows; r++ {
-		row := codes[r*q.rowBytes : (r+1)*q.rowBytes]
-		for c := uint64(0); c < q.rowLen; c++ {
-			x := src[i]
-			s := scales[idx(r, c)]
-			v := x
-			if s != 0 {
-				v = float32(x / s)
+		row := src[r*q.rowLen : (r+1)*q.rowLen]
+		q.segments(r, func(c0, c1, g uint64) {
+			s := scales[g]
+			out := tmp[c0:c1]
+			if s == 0 {
+				for i, x := range row[c0:c1] {
+					out[i] = f.encode(x)
+				}
+				return
 			}
-			putCode(row, f, c, f.encode(v))
-			i++
-		}
+			if f.DType == QTInt8 || f.DType == QTInt4 {
+				// The integer rule, inlined: round half to even, clamp.
+				qm := float64(f.QMax)
+				for i, x := range row[c0:c1] {
+					v := math.RoundToEven(float64(float32(x / s)))
+					if v > qm {
+						v = qm
+					} else if v < -qm {
+						v = -qm
+					}
+					out[i] = uint32(int32(v))
+				}
+				return
+			}
+			for i, x := range row[c0:c1] {
+				out[i] = f.encode(float32(x / s))
+			}
+		})
+		packRow(codes[r*q.rowBytes:(r+1)*q.rowBytes], f.Bits, tmp)
 	}
 	return nil
 }
@@ -501,7 +520,6 @@ func (q *QTensor) Decode(dst []float32, src []byte) error {
 		scales[g] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*g:]))
 	}
 	codes := src[4*q.scaleCount:]
-	idx := q.scaleIndex()
 	f := q.format
 	var table []float32
 	if f.Bits <= 8 {
@@ -510,57 +528,93 @@ func (q *QTensor) Decode(dst []float32, src []byte) error {
 			table[c] = f.decode(uint32(c))
 		}
 	}
-	i := 0
+	tmp := make([]uint32, q.rowLen)
 	for r := uint64(0); r < q.rows; r++ {
-		row := codes[r*q.rowBytes : (r+1)*q.rowBytes]
-		for c := uint64(0); c < q.rowLen; c++ {
-			code := getCode(row, f, c)
-			var v float32
+		unpackRow(tmp, f.Bits, codes[r*q.rowBytes:(r+1)*q.rowBytes])
+		out := dst[r*q.rowLen : (r+1)*q.rowLen]
+		q.segments(r, func(c0, c1, g uint64) {
+			s := scales[g]
 			if table != nil {
-				v = table[code]
-			} else {
-				v = f.decode(code)
+				for c := c0; c < c1; c++ {
+					out[c] = float32(table[tmp[c]] * s)
+				}
+				return
 			}
-			dst[i] = float32(v * scales[idx(r, c)])
-			i++
-		}
+			for c := c0; c < c1; c++ {
+				out[c] = float32(f.decode(tmp[c]) * s)
+			}
+		})
 	}
 	return nil
 }
 
-// putCode stores code c of a row.
-func putCode(row []byte, f *QFormat, c uint64, code uint32) {
-	switch f.Bits {
+// packRow stores a row of codes of the given width.
+func packRow(row []byte, width int, codes []uint32) {
+	switch width {
 	case 8:
-		row[c] = byte(code)
+		for i, c := range codes {
+			row[i] = byte(c)
+		}
 	case 16:
-		binary.LittleEndian.PutUint16(row[2*c:], uint16(code))
+		for i, c := range codes {
+			binary.LittleEndian.PutUint16(row[2*i:], uint16(c))
+		}
+	case 4:
+		clear(row)
+		for i, c := range codes {
+			row[i>>1] |= byte(c&0xf) << (4 * (i & 1))
+		}
 	default:
-		p := c * uint64(f.Bits)
-		b, sh := p>>3, p&7
-		code &= 1<<f.Bits - 1
-		row[b] |= byte(code << sh)
-		if sh+uint64(f.Bits) > 8 {
-			row[b+1] |= byte(code >> (8 - sh))
+		clear(row)
+		for i, c := range codes {
+			putCode(row, width, uint64(i), c)
 		}
 	}
 }
 
-// getCode loads code c of a row.
-func getCode(row []byte, f *QFormat, c uint64) uint32 {
-	switch f.Bits {
+// unpackRow loads a row of codes of the given width.
+func unpackRow(codes []uint32, width int, row []byte) {
+	switch width {
 	case 8:
-		return uint32(row[c])
+		for i := range codes {
+			codes[i] = uint32(row[i])
+		}
 	case 16:
-		return uint32(binary.LittleEndian.Uint16(row[2*c:]))
+		for i := range codes {
+			codes[i] = uint32(binary.LittleEndian.Uint16(row[2*i:]))
+		}
+	case 4:
+		for i := range codes {
+			codes[i] = uint32(row[i>>1]>>(4*(i&1))) & 0xf
+		}
+	default:
+		for i := range codes {
+			codes[i] = getCode(row, width, uint64(i))
+		}
 	}
-	p := c * uint64(f.Bits)
+}
+
+// putCode ORs code c (width < 8 bits) into a row, least significant bit
+// first.
+func putCode(row []byte, width int, c uint64, code uint32) {
+	p := c * uint64(width)
+	b, sh := p>>3, p&7
+	code &= 1<<width - 1
+	row[b] |= byte(code << sh)
+	if sh+uint64(width) > 8 {
+		row[b+1] |= byte(code >> (8 - sh))
+	}
+}
+
+// getCode loads code c (width < 8 bits) of a row.
+func getCode(row []byte, width int, c uint64) uint32 {
+	p := c * uint64(width)
 	b, sh := p>>3, p&7
 	v := uint32(row[b]) >> sh
-	if sh+uint64(f.Bits) > 8 {
+	if sh+uint64(width) > 8 {
 		v |= uint32(row[b+1]) << (8 - sh)
 	}
-	return v & (1<<f.Bits - 1)
+	return v & (1<<width - 1)
 }
 
 // EncodeQTensor quantizes src (the logical elements, row-major) into dst as

@@ -419,6 +419,30 @@ func TestDecodeQTensorAnyBytes(t *testing.T) {
 	}
 }
 
+// scaleIndex, the test's own reading of the scale layout: it maps a (row,
+// column) position to its scale's index.
+func (q *QTensor) scaleIndex() func(r, c uint64) uint64 {
+	switch {
+	case q.axis >= 0:
+		// stride of the axis in elements, and its length
+		stride := uint64(1)
+		for _, d := range q.shape[q.axis+1:] {
+			stride *= d
+		}
+		n := q.shape[q.axis]
+		rowLen := q.rowLen
+		if q.axis == len(q.shape)-1 {
+			return func(_, c uint64) uint64 { return c }
+		}
+		return func(r, c uint64) uint64 { return (r*rowLen + c) / stride % n }
+	case q.block != 0:
+		nb := q.scaleShape[len(q.scaleShape)-1]
+		b := q.block
+		return func(r, c uint64) uint64 { return r*nb + c/b }
+	}
+	return func(_, _ uint64) uint64 { return 0 }
+}
+
 func BenchmarkQTensorEncodeInt8Rows(b *testing.B) {
 	q, _ := NewQTensor(QTInt8, []uint64{256, 1024}, QScaling{PerAxis: true, Axis: 0})
 	src := make([]float32, 256*1024)
@@ -429,6 +453,21 @@ func BenchmarkQTensorEncodeInt8Rows(b *testing.B) {
 	b.SetBytes(int64(4 * len(src)))
 	for b.Loop() {
 		if err := q.EncodeInto(dst, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkQTensorDecodeInt4Blocks(b *testing.B) {
+	q, _ := NewQTensor(QTInt4, []uint64{256, 1024}, QScaling{Block: 32})
+	src := make([]float32, 256*1024)
+	for i := range src {
+		src[i] = float32(i%977) - 488
+	}
+	enc, _ := q.Encode(src)
+	b.SetBytes(int64(4 * len(src)))
+	for b.Loop() {
+		if err := q.Decode(src, enc); err != nil {
 			b.Fatal(err)
 		}
 	}
