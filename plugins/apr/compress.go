@@ -22,13 +22,14 @@ const (
 	// decompression bomb. Model weights compress by less than 2×; an
 	// all-zero tensor can exceed the cap, hence the allowance below.
 	MaxCompressionRatio = 1024
-	// ratioAllowance is the output any stream may produce before the ratio
-	// cap applies.
-	ratioAllowance = 64 << 20
 	// MaxZstdWindow is the largest zstd window accepted (what `zstd --ultra
 	// -22` uses); it bounds a decoder's memory.
 	MaxZstdWindow = 128 << 20
 )
+
+// ratioAllowance is the output any stream may produce before the ratio cap
+// applies (a variable so tests can lower it).
+var ratioAllowance int64 = 64 << 20
 
 // checkedReader guards a decompressor: it never hands out more than the
 // declared size, reports a short or long stream and any decoder failure
