@@ -21,7 +21,13 @@ import (
 // boolean add_bos_token or add_eos_token in tokenizer_config.json wins (as
 // Python's LlamaTokenizerFast and llama.cpp's converter do).
 func FromHuggingFace(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
-	t, err := fromHuggingFace(tokenizerJSON, tokenizerConfigJSON)
+	var cfg hfConfig
+	if len(bytes.TrimSpace(tokenizerConfigJSON)) > 0 {
+		if err := json.Unmarshal(tokenizerConfigJSON, &cfg); err != nil {
+			return nil, fmt.Errorf("tokenizer_config.json: parse: %w", err)
+		}
+	}
+	t, err := fromHuggingFace(tokenizerJSON, &cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
@@ -149,16 +155,10 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }
 
-func fromHuggingFace(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
+func fromHuggingFace(tokenizerJSON []byte, cfg *hfConfig) (*Tokenizer, error) {
 	var f hfFile
 	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
-	}
-	var cfg hfConfig
-	if len(bytes.TrimSpace(configJSON)) > 0 {
-		if err := json.Unmarshal(configJSON, &cfg); err != nil {
-			return nil, fmt.Errorf("tokenizer_config.json: parse: %w", err)
-		}
 	}
 	m := &f.Model
 	if m.Type == "" && len(m.Merges) > 0 {
