@@ -52,6 +52,9 @@ func TestShardBySize(t *testing.T) {
 		if meta["shard"] != tensor.FormatShard(i+1, n) {
 			t.Errorf("%s: shard = %q", a.Path, meta["shard"])
 		}
+		if (i > 0) != (meta["metadata"] == "{}") {
+			t.Errorf("%s: metadata = %.40q; only the first shard carries it", a.Path, meta["metadata"])
+		}
 	}
 	if arts[n].Path != filepath.Join(dir, "model.apsim.index.json") {
 		t.Errorf("index at %s", arts[n].Path)

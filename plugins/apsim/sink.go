@@ -299,9 +299,15 @@ func (s *Sink) layout(m *tensor.Manifest, keyID string) (*layoutPlan, error) {
 	for i, sp := range lp.shards {
 		units, _ := json.Marshal(sp.units)
 		qts, _ := json.Marshal(sp.qts)
+		// The checkpoint's metadata (which may hold a whole tokenizer) is
+		// stored once, in the first shard.
+		md := lp.metadata
+		if i > 0 {
+			md = "{}"
+		}
 		sp.meta = map[string]string{
 			KeyFormat: FormatName, KeyVersion: FormatVersion, KeyApsi: lp.apsi,
-			KeyUnits: string(units), KeyQTensors: string(qts), KeyMetadata: lp.metadata,
+			KeyUnits: string(units), KeyQTensors: string(qts), KeyMetadata: md,
 			KeySHA256: zeroHex,
 		}
 		if nShards > 1 {

@@ -303,8 +303,8 @@ func (c *checkpoint) loadSet(ctx context.Context, indexPath string, verify bool,
 			return mixed("its sha256 differs from the one %s records for it: it belongs to another checkpoint or was rewritten", filepath.Base(indexPath))
 		case f.header.Metadata[KeyApsi] != ix.Metadata.Apsi:
 			return mixed("written by %.60q, the index by %.60q", f.header.Metadata[KeyApsi], ix.Metadata.Apsi)
-		case i > 0 && f.header.Metadata[KeyMetadata] != c.files[0].header.Metadata[KeyMetadata]:
-			return mixed("its metadata differs from the first shard's")
+		case i > 0 && f.header.Metadata[KeyMetadata] != "{}":
+			return mixed("it carries checkpoint metadata, which only the first shard of a set holds")
 		case f.signature != "":
 			return mixed("a shard of a set carries its own signature")
 		}
