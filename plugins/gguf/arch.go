@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-ml/sluice/sdk/llamanames"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 	"github.com/sluice-ml/sluice/sdk/tokenizer"
@@ -117,29 +118,6 @@ func newHFConversion(option string, in *tensor.Manifest) (*hfConversion, error) 
 
 var layerName = regexp.MustCompile(`^model\.layers\.([0-9]+)\.(.+)$`)
 
-// layerTensors maps the part of a Hugging Face layer tensor name after
-// model.layers.N. to llama.cpp's name after blk.N. (tensor_mapping.py),
-// without the .weight/.bias suffix.
-var layerTensors = map[string]string{
-	"input_layernorm":          "attn_norm",
-	"self_attn.q_proj":         "attn_q",
-	"self_attn.k_proj":         "attn_k",
-	"self_attn.v_proj":         "attn_v",
-	"self_attn.o_proj":         "attn_output",
-	"self_attn.q_norm":         "attn_q_norm",
-	"self_attn.k_norm":         "attn_k_norm",
-	"post_attention_layernorm": "ffn_norm",
-	"mlp.gate_proj":            "ffn_gate",
-	"mlp.up_proj":              "ffn_up",
-	"mlp.down_proj":            "ffn_down",
-}
-
-var topTensors = map[string]string{
-	"model.embed_tokens": "token_embd",
-	"model.norm":         "output_norm",
-	"lm_head":            "output",
-}
-
 // rename maps a Hugging Face tensor name to llama.cpp's, or says why the
 // tensor is not written.
 func (c *hfConversion) rename(name string) (string, string, error) {
@@ -151,21 +129,9 @@ func (c *hfConversion) rename(name string) (string, string, error) {
 			return "", "tied to the token embeddings; llama.cpp reuses token_embd", nil
 		}
 	}
-	stem, suffix := name, ""
-	for _, s := range []string{".weight", ".bias"} {
-		if strings.HasSuffix(name, s) {
-			stem, suffix = strings.TrimSuffix(name, s), s
-		}
-	}
-	if suffix != "" {
-		if out, ok := topTensors[stem]; ok {
-			return out + suffix, "", nil
-		}
-		if m := layerName.FindStringSubmatch(stem); m != nil {
-			if out, ok := layerTensors[m[2]]; ok {
-				return "blk." + m[1] + "." + out + suffix, "", nil
-			}
-		}
+	// The name table is shared with the rename transform (sdk/llamanames).
+	if out, ok := llamanames.ToGGUF(name); ok {
+		return out, "", nil
 	}
 	return "", "", &plugin.InputError{Tensor: name, Msg: fmt.Sprintf("has no llama.cpp name in the %s architecture (as llama.cpp's converter says: cannot map tensor)", c.family)}
 }
