@@ -78,6 +78,9 @@ func median(d []float64) float64 {
 // CPU time of the describing thread, the least of several runs, so other
 // load on the machine does not make it flaky.
 func TestDescribeVocabulary(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timings are meaningless under the race detector")
+	}
 	path := vocabModel(t, 150000)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -168,6 +168,9 @@ func vocabFile(n int) []byte {
 }
 
 func TestVocabularyParsesFast(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timings are meaningless under the race detector")
+	}
 	b := vocabFile(150000)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -1,0 +1,6 @@
+//go:build !race
+
+package gguf
+
+// raceEnabled reports a -race build, whose instrumentation makes timings meaningless.
+const raceEnabled = false
