@@ -11,3 +11,19 @@ const useSSE2 = true
 //
 //go:noescape
 func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) (same bool)
+
+// nibblesSSE2 is nibblesGo for one 32-element block.
+//
+//go:noescape
+func nibblesSSE2(x *float32, sub, mul, add float32, hi int32, q *byte) (qh uint32)
+
+// minMaxSSE2 is the first half of minMaxFinite; see there.
+//
+//go:noescape
+func minMaxSSE2(x *float32) (lo, hi float32, amax uint32)
+
+// firstAbsMaxSSE2 returns firstAbsMax32's magnitude and the index of the
+// element it came from.
+//
+//go:noescape
+func firstAbsMaxSSE2(x *float32) (m uint32, idx int)

@@ -67,3 +67,204 @@ done:
 	CMPL   AX, $0xffff
 	SETEQ  same+40(FP)
 	RET
+
+// func nibblesSSE2(x *float32, sub, mul, add float32, hi int32, q *byte) (qh uint32)
+// For the 32 elements of x: c = min(int32((x-sub)·mul + add), hi), truncating.
+// Writes q[j] = c[j]&15 | (c[j+16]&15)<<4 for j < 16 and returns bit 4 of
+// c[j] in bit j of qh. The caller guarantees 0 ≤ c ≤ 31 before the clamp
+// can matter (finite input and scale).
+TEXT ·nibblesSSE2(SB), NOSPLIT, $0-36
+	MOVQ   x+0(FP), SI
+	MOVSS  sub+8(FP), X12
+	SHUFPS $0, X12, X12
+	MOVSS  mul+12(FP), X13
+	SHUFPS $0, X13, X13
+	MOVSS  add+16(FP), X14
+	SHUFPS $0, X14, X14
+	MOVL   hi+20(FP), AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	MOVQ   q+24(FP), DI
+
+#define CODE(off, R) \
+	MOVUPS off(SI), R; \
+	SUBPS  X12, R; \
+	MULPS  X13, R; \
+	ADDPS  X14, R; \
+	CVTTPS2PL R, R; \
+	MOVO   R, X10; \
+	PCMPGTL X15, X10; \
+	MOVO   X10, X11; \
+	PAND   X15, X11; \
+	PANDN  R, X10; \
+	POR    X11, X10; \
+	MOVO   X10, R
+
+	CODE(0, X0)
+	CODE(16, X1)
+	CODE(32, X2)
+	CODE(48, X3)
+	CODE(64, X4)
+	CODE(80, X5)
+	CODE(96, X6)
+	CODE(112, X7)
+	PACKSSLW X1, X0  // elements 0..7 as int16
+	PACKSSLW X3, X2  // 8..15
+	PACKSSLW X5, X4  // 16..23
+	PACKSSLW X7, X6  // 24..31
+	PACKUSWB X2, X0  // bytes 0..15
+	PACKUSWB X6, X4  // bytes 16..31
+	// qh: bit 4 of every byte, moved to bit 7 (no bit crosses a byte: values ≤ 31).
+	MOVO   X0, X8
+	PSLLW  $3, X8
+	PMOVMSKB X8, AX
+	MOVO   X4, X9
+	PSLLW  $3, X9
+	PMOVMSKB X9, BX
+	SHLL   $16, BX
+	ORL    BX, AX
+	MOVL   AX, qh+32(FP)
+	// nibbles: low 4 bits of 0..15, and of 16..31 shifted up.
+	MOVL   $0x0F0F0F0F, AX
+	MOVL   AX, X10
+	PSHUFL $0, X10, X10
+	PAND   X10, X0
+	PAND   X10, X4
+	PSLLW  $4, X4
+	POR    X4, X0
+	MOVOU  X0, (DI)
+	RET
+
+// func minMaxSSE2(x *float32) (lo, hi float32, amax uint32)
+// Minimum and maximum of 32 finite floats (the sign of a zero result is not
+// reliable) and the largest |x| as float32 bits (≥ 0x7f800000 when some
+// element is not finite, in which case lo and hi mean nothing).
+TEXT ·minMaxSSE2(SB), NOSPLIT, $0-20
+	MOVQ   x+0(FP), SI
+	MOVUPS 0(SI), X0
+	MOVUPS 16(SI), X1
+	MOVUPS 32(SI), X2
+	MOVUPS 48(SI), X3
+	MOVUPS 64(SI), X4
+	MOVUPS 80(SI), X5
+	MOVUPS 96(SI), X6
+	MOVUPS 112(SI), X7
+	// |x| bits: the integer maximum over non-negative int32 is the float one.
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	MOVO   X0, X8
+	PAND   X15, X8
+#define IMAX(R) \
+	MOVO   R, X9; \
+	PAND   X15, X9; \
+	MOVO   X9, X10; \
+	PCMPGTL X8, X10; \
+	PAND   X10, X9; \
+	PANDN  X8, X10; \
+	POR    X9, X10; \
+	MOVO   X10, X8
+	IMAX(X1)
+	IMAX(X2)
+	IMAX(X3)
+	IMAX(X4)
+	IMAX(X5)
+	IMAX(X6)
+	IMAX(X7)
+	PSHUFL $0x4E, X8, X9
+	IMAX(X9)
+	PSHUFL $0xB1, X8, X9
+	IMAX(X9)
+	MOVL   X8, amax+16(FP)
+	// min and max
+	MOVAPS X0, X8
+	MOVAPS X0, X9
+	MINPS  X1, X8
+	MAXPS  X1, X9
+	MINPS  X2, X8
+	MAXPS  X2, X9
+	MINPS  X3, X8
+	MAXPS  X3, X9
+	MINPS  X4, X8
+	MAXPS  X4, X9
+	MINPS  X5, X8
+	MAXPS  X5, X9
+	MINPS  X6, X8
+	MAXPS  X6, X9
+	MINPS  X7, X8
+	MAXPS  X7, X9
+	PSHUFL $0x4E, X8, X10
+	MINPS  X10, X8
+	PSHUFL $0xB1, X8, X10
+	MINPS  X10, X8
+	PSHUFL $0x4E, X9, X10
+	MAXPS  X10, X9
+	PSHUFL $0xB1, X9, X10
+	MAXPS  X10, X9
+	MOVSS  X8, lo+8(FP)
+	MOVSS  X9, hi+12(FP)
+	RET
+
+// func firstAbsMaxSSE2(x *float32) (m uint32, idx int)
+// The largest |x| of 32 floats as bits (integer order, so NaN counts as
+// largest) and the index of the first element with that magnitude.
+TEXT ·firstAbsMaxSSE2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	MOVUPS 0(SI), X0
+	MOVUPS 16(SI), X1
+	MOVUPS 32(SI), X2
+	MOVUPS 48(SI), X3
+	MOVUPS 64(SI), X4
+	MOVUPS 80(SI), X5
+	MOVUPS 96(SI), X6
+	MOVUPS 112(SI), X7
+	PAND   X15, X0
+	PAND   X15, X1
+	PAND   X15, X2
+	PAND   X15, X3
+	PAND   X15, X4
+	PAND   X15, X5
+	PAND   X15, X6
+	PAND   X15, X7
+	MOVO   X0, X8
+#define IMAX2(R) \
+	MOVO   R, X10; \
+	PCMPGTL X8, X10; \
+	MOVO   R, X9; \
+	PAND   X10, X9; \
+	PANDN  X8, X10; \
+	POR    X9, X10; \
+	MOVO   X10, X8
+	IMAX2(X1)
+	IMAX2(X2)
+	IMAX2(X3)
+	IMAX2(X4)
+	IMAX2(X5)
+	IMAX2(X6)
+	IMAX2(X7)
+	PSHUFL $0x4E, X8, X11
+	IMAX2(X11)
+	PSHUFL $0xB1, X8, X11
+	IMAX2(X11)
+	MOVL   X8, m+8(FP)
+	// bit i of BX: |x[i]| == m
+	XORL   BX, BX
+#define EQBITS(R, shift) \
+	PCMPEQL X8, R; \
+	MOVMSKPS R, AX; \
+	SHLL   $shift, AX; \
+	ORL    AX, BX
+	EQBITS(X0, 0)
+	EQBITS(X1, 4)
+	EQBITS(X2, 8)
+	EQBITS(X3, 12)
+	EQBITS(X4, 16)
+	EQBITS(X5, 20)
+	EQBITS(X6, 24)
+	EQBITS(X7, 28)
+	BSFL   BX, AX
+	MOVQ   AX, idx+16(FP)
+	RET

@@ -94,6 +94,13 @@ func decodeQ8_1(dst []float32, src []byte) {
 // finite input (m < 0x7f800000) it equals ggml's
 // `if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`.
 func firstAbsMax32(x *[32]float32) (m, v uint32) {
+	if useSSE2 {
+		m, i := firstAbsMaxSSE2(&x[0])
+		if m == 0 {
+			return 0, 0
+		}
+		return m, math.Float32bits(x[i&31])
+	}
 	var m0, m1, m2, m3, v0, v1, v2, v3 uint32
 	for j := 0; j < 8; j++ {
 		b0, b1, b2, b3 := math.Float32bits(x[j]), math.Float32bits(x[8+j]), math.Float32bits(x[16+j]), math.Float32bits(x[24+j])
@@ -124,6 +131,28 @@ func firstAbsMax32(x *[32]float32) (m, v uint32) {
 	return m, v
 }
 
+// nibbles is the quantization loop of q4_0, q4_1, q5_0 and q5_1 for one
+// block of 32 when the input and scale are finite: c = min(int((x-sub)·mul +
+// add), hi) for every element (truncating, and in range: 0 ≤ c ≤ 31 before
+// the clamp). It writes the low nibbles to q (element j low, j+16 high) and
+// returns bit 4 of every code in qh (bit j for element j).
+func nibbles(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh uint32) {
+	if useSSE2 {
+		return nibblesSSE2(&x[0], sub, mul, add, hi, &q[0])
+	}
+	return nibblesGo(x, sub, mul, add, hi, q)
+}
+
+func nibblesGo(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh uint32) {
+	for j := 0; j < 16; j++ {
+		a := min(hi, int32(float32(float32(x[j]-sub)*mul)+add))
+		b := min(hi, int32(float32(float32(x[j+16]-sub)*mul)+add))
+		q[j] = byte(a&15 | (b&15)<<4)
+		qh |= uint32(a>>4&1)<<j | uint32(b>>4&1)<<(j+16)
+	}
+	return qh
+}
+
 func encodeQ4_0(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 18 {
 		x := (*[32]float32)(src[:32])
@@ -144,13 +173,8 @@ func encodeQ4_0(dst []byte, src []float32) {
 		if finite && fabs(id) <= math.MaxFloat32 {
 			// x·id + 8.5 lies in [0.5, 16.5]: the truncation is in range and
 			// only 16 (from the element equal to -max) needs the clamp to 15.
-			for j := 0; j < 16; j++ {
-				a := int32(float32(x[j]*id) + 8.5)
-				b := int32(float32(x[j+16]*id) + 8.5)
-				a -= a >> 4
-				b -= b >> 4
-				q[j] = byte(a) | byte(b)<<4
-			}
+			// x - 0 is x, so the subtraction changes nothing.
+			nibbles(x, 0, id, 8.5, 15, q)
 		} else {
 			for j := 0; j < 16; j++ {
 				a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
@@ -177,6 +201,45 @@ func decodeQ4_0(dst []float32, src []byte) {
 
 // ---- q4_1 ----
 
+// allFinite reports whether no element is ±Inf or NaN.
+func allFinite(x *[32]float32) bool {
+	m, _ := firstAbsMax32(x)
+	return m < 0x7f800000
+}
+
+// minMaxFinite returns what minMax returns, and whether every element is
+// finite; when one is not, lo and hi are not computed and the caller takes
+// the slow path. For finite input the minimum and maximum values are unique
+// except for the sign of zero, which the C loop takes from the first zero
+// (strict comparisons keep the first of equal values); that is looked up.
+func minMaxFinite(x *[32]float32) (lo, hi float32, finite bool) {
+	if !useSSE2 {
+		if !allFinite(x) {
+			return 0, 0, false
+		}
+		lo, hi = minMax(x[:])
+		return lo, hi, true
+	}
+	lo, hi, m := minMaxSSE2(&x[0])
+	if m >= 0x7f800000 {
+		return 0, 0, false
+	}
+	if lo == 0 || hi == 0 {
+		for _, v := range x {
+			if v == 0 {
+				if lo == 0 {
+					lo = v
+				}
+				if hi == 0 {
+					hi = v
+				}
+				break
+			}
+		}
+	}
+	return lo, hi, true
+}
+
 // minMax is `if (v < min) min = v; if (v > max) max = v;` from ±FLT_MAX.
 func minMax(x []float32) (lo, hi float32) {
 	lo, hi = math.MaxFloat32, -math.MaxFloat32
@@ -195,7 +258,11 @@ func encodeQ4_1(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 20 {
 		x := src[:32]
 		y := dst[:20]
-		lo, hi := minMax(x)
+		xs := (*[32]float32)(x)
+		lo, hi, finite := minMaxFinite(xs)
+		if !finite {
+			lo, hi = minMax(x)
+		}
 		d := (hi - lo) / 15
 		var id float32
 		if d != 0 {
@@ -203,6 +270,11 @@ func encodeQ4_1(dst []byte, src []float32) {
 		}
 		putF16(y, d)
 		putF16(y[2:], lo)
+		if finite && fabs(d) <= math.MaxFloat32 && fabs(id) <= math.MaxFloat32 {
+			nibbles(xs, lo, id, 0.5, 15, (*[16]byte)(y[4:20]))
+			src, dst = src[32:], dst[20:]
+			continue
+		}
 		q := y[4:20]
 		for j := range 16 {
 			a := int32(int8(cvtt(float32((x[j]-lo)*id) + 0.5)))
@@ -233,13 +305,24 @@ func encodeQ5_0(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 22 {
 		x := src[:32]
 		y := dst[:22]
-		_, max := argMaxAbs(x)
+		xs := (*[32]float32)(x)
+		m, mv := firstAbsMax32(xs)
+		max := math.Float32frombits(mv)
+		finite := m < 0x7f800000
+		if !finite {
+			_, max = argMaxAbs(x)
+		}
 		d := max / -16
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
 		putF16(y, d)
+		if finite && fabs(id) <= math.MaxFloat32 {
+			binary.LittleEndian.PutUint32(y[2:], nibbles(xs, 0, id, 16.5, 31, (*[16]byte)(y[6:22])))
+			src, dst = src[32:], dst[22:]
+			continue
+		}
 		var qh uint32
 		q := y[6:22]
 		for j := range 16 {
@@ -277,7 +360,11 @@ func encodeQ5_1(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 24 {
 		x := src[:32]
 		y := dst[:24]
-		lo, hi := minMax(x)
+		xs := (*[32]float32)(x)
+		lo, hi, finite := minMaxFinite(xs)
+		if !finite {
+			lo, hi = minMax(x)
+		}
 		d := (hi - lo) / 31
 		var id float32
 		if d != 0 {
@@ -285,6 +372,12 @@ func encodeQ5_1(dst []byte, src []float32) {
 		}
 		putF16(y, d)
 		putF16(y[2:], lo)
+		if finite && fabs(d) <= math.MaxFloat32 && fabs(id) <= math.MaxFloat32 {
+			// No clamp in q5_1: the codes stay within 0..31 here anyway.
+			binary.LittleEndian.PutUint32(y[4:], nibbles(xs, lo, id, 0.5, math.MaxInt32, (*[16]byte)(y[8:24])))
+			src, dst = src[32:], dst[24:]
+			continue
+		}
 		var qh uint32
 		q := y[8:24]
 		for j := range 16 {

@@ -7,3 +7,15 @@ const useSSE2 = false
 func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) bool {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func nibblesSSE2(x *float32, sub, mul, add float32, hi int32, q *byte) (qh uint32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func minMaxSSE2(x *float32) (lo, hi float32, amax uint32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func firstAbsMaxSSE2(x *float32) (m uint32, idx int) {
+	panic("codec: no SSE2 kernels on this platform")
+}

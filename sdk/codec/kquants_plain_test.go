@@ -375,3 +375,73 @@ func TestBestIndexIQ4MatchesPlain(t *testing.T) {
 		check(float32(r.NormFloat64() * 80))
 	}
 }
+
+// TestKernelsMatchGo compares the SSE2 kernels with their Go twins on
+// random and adversarial input (on platforms without them it compares the
+// Go code with itself).
+func TestKernelsMatchGo(t *testing.T) {
+	if !useSSE2 {
+		t.Skip("no SSE2 kernels on this platform")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var x [32]float32
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		scale := float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4)))
+		lo, hi := int32(r.IntN(64)-32), int32(r.IntN(64))
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		var a, b [32]float32
+		for i := range a {
+			a[i] = float32(r.IntN(4))
+		}
+		b = a
+		sa := roundClampSSE2(&a[0], &x[0], 32, scale, lo, hi)
+		sb := roundLevelsGo(b[:], x[:], scale, lo, hi)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) || sa != sb {
+				t.Fatalf("roundClampSSE2(%g·%g, %d..%d) = %g (same %v), Go %g (same %v)", scale, x[i], lo, hi, a[i], sa, b[i], sb)
+			}
+		}
+		if lo2, hi2, ok := minMaxFinite(&x); ok {
+			lo1, hi1 := minMax(x[:])
+			if math.Float32bits(lo1) != math.Float32bits(lo2) || math.Float32bits(hi1) != math.Float32bits(hi2) {
+				t.Fatalf("minMaxFinite(%v) = %g, %g; want %g, %g", x, lo2, hi2, lo1, hi1)
+			}
+		} else if allFinite(&x) {
+			t.Fatalf("minMaxFinite(%v) reports non-finite input", x)
+		}
+		// nibbles: only finite, in-range input is promised.
+		for i := range x {
+			x[i] = float32(r.Float64() * 31.99)
+		}
+		hiN := int32(15 + 16*r.IntN(2))
+		var qa, qb [16]byte
+		ha := nibblesSSE2(&x[0], 0, 1, 0, hiN, &qa[0])
+		hb := nibblesGo(&x, 0, 1, 0, hiN, &qb)
+		if qa != qb || ha != hb {
+			t.Fatalf("nibbles(%v, hi %d): SSE2 %x %08x, Go %x %08x", x, hiN, qa, ha, qb, hb)
+		}
+	}
+}
+
+// TestFirstAbsMaxMatchesLoop checks firstAbsMax32 against ggml's loop.
+func TestFirstAbsMaxMatchesLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var x [32]float32
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		if iter%3 == 0 { // ties of opposite sign
+			x[r.IntN(32)] = -x[r.IntN(32)]
+		}
+		m, v := firstAbsMax32(&x)
+		if m >= 0x7f800000 {
+			continue // not finite: callers take the slow path
+		}
+		amax, max := argMaxAbs(x[:])
+		if math.Float32bits(amax) != m || math.Float32bits(max) != v {
+			t.Fatalf("firstAbsMax32(%v) = %#x %#x, want %#x %#x", x, m, v, math.Float32bits(amax), math.Float32bits(max))
+		}
+	}
+}
