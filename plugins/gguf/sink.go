@@ -141,6 +141,7 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 	var tensors []planned
 	shards := 0
 	if conv != nil {
+		out.notes = append(out.notes, plugin.Decision{Msg: fmt.Sprintf("converted as llama.cpp's converter converts %s: general.architecture %q, hyperparameters from config.json, tokenizer keys, tensors renamed (model.layers.N.* → blk.N.*, model.embed_tokens → token_embd, lm_head → output)", conv.family, conv.arch)})
 		// Tensors llama.cpp's converter generates come first, as it writes them.
 		extra, err := conv.extraTensors()
 		if err != nil {
@@ -169,7 +170,7 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 					return nil, fmt.Errorf("tensor %q: a scalar cannot be permuted", t.Name)
 				}
 				out.permutes[t.Name] = &permuteSpec{rows: int(t.Shape[0]), heads: heads}
-				out.notes = append(out.notes, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("rows permuted for llama.cpp's interleaved RoPE (%d heads)", heads)})
+				out.notes = append(out.notes, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("written as %s, rows permuted for llama.cpp's interleaved RoPE (%d heads)", name, heads)})
 			}
 		}
 		to, reason, err := s.decide(t, conv != nil && conv.keepF32(t.Name, t.Shape))
