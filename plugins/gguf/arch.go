@@ -133,7 +133,16 @@ func (c *hfConversion) rename(name string) (string, string, error) {
 	if out, ok := llamanames.ToGGUF(name); ok {
 		return out, "", nil
 	}
+	if isGGUFName(name) {
+		return "", "", &plugin.InputError{Tensor: name, Msg: "already has a llama.cpp name; architecture = \"auto\" renames and permutes Hugging Face tensors itself, so remove the rename/permute stages before this sink (or leave architecture unset)"}
+	}
 	return "", "", &plugin.InputError{Tensor: name, Msg: fmt.Sprintf("has no llama.cpp name in the %s architecture (as llama.cpp's converter says: cannot map tensor)", c.family)}
+}
+
+// isGGUFName reports whether name is already one of llama.cpp's tensor names.
+func isGGUFName(name string) bool {
+	_, ok := llamanames.ToHF(name)
+	return ok
 }
 
 // permuteHeads returns the head count to permute a tensor's rows with, or 0.

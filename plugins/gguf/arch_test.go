@@ -263,6 +263,14 @@ func TestArchitectureOption(t *testing.T) {
 	if f := mustOpen(t, out); f.Metadata.String("general.architecture") != "llama" {
 		t.Errorf("mistral written as %q", f.Metadata.String("general.architecture"))
 	}
+	// Tensors already renamed upstream are refused with a hint, not permuted twice.
+	renamed, rdata := hfCheckpoint("llama")
+	renamed.Tensors[1].Name = "blk.0.attn_norm.weight"
+	rdata["blk.0.attn_norm.weight"] = rdata["model.layers.0.input_layernorm.weight"]
+	sink, _ = NewSink(&SinkConfig{Path: filepath.Join(dir, "renamed.gguf"), Architecture: "auto"})
+	if _, err := sink.Plan(context.Background(), renamed); err == nil || !strings.Contains(err.Error(), "already has a llama.cpp name") {
+		t.Errorf("pre-renamed tensor: %v", err)
+	}
 	// Without architecture the plan suggests it.
 	p := planOf(t, SinkConfig{Path: filepath.Join(dir, "raw.gguf")}, m)
 	if !strings.Contains(fmt.Sprint(p.Notes), `architecture = \"auto\"`) && !strings.Contains(fmt.Sprint(p.Notes), `architecture = "auto"`) {
