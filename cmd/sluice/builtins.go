@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/plugins/apsim"
 	"github.com/sluice-ml/sluice/plugins/gguf"
 	"github.com/sluice-ml/sluice/plugins/onnx"
 	"github.com/sluice-ml/sluice/plugins/pytorch"
@@ -13,6 +14,7 @@ import (
 var builtins = []host.Builtin{
 	{Name: "safetensors", New: safetensors.Plugin},
 	{Name: "gguf", New: gguf.Plugin},
+	{Name: "apsim", New: apsim.Plugin},
 	{Name: "pytorch", New: pytorch.Plugin},
 	{Name: "onnx", New: onnx.Plugin},
 }

@@ -22,6 +22,7 @@ import (
 	"math/bits"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
@@ -226,7 +227,22 @@ type jsonEntry struct {
 	Extra       map[string]any  `json:"-"`
 }
 
+// entryKeys are the members of a tensor entry, spelled exactly (Go's JSON
+// decoder would otherwise match them without regard to case).
+var entryKeys = map[string]bool{"dtype": true, "shape": true, "data_offsets": true}
+
 func parseEntry(name string, raw json.RawMessage) (Entry, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return Entry{}, fmt.Errorf("malformed tensor entry: %v", err)
+	}
+	for k := range members {
+		for want := range entryKeys {
+			if k != want && strings.EqualFold(k, want) {
+				return Entry{}, fmt.Errorf("tensor entry member %q must be spelled %q", k, want)
+			}
+		}
+	}
 	var je jsonEntry
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()

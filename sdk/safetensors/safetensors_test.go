@@ -176,6 +176,7 @@ func TestReadHeaderRejectsMalformedFiles(t *testing.T) {
 		{"extra data", rawFile(good, make([]byte, 13)), "unaccounted"},
 		{"trailing garbage", rawFile(good+` x`, make([]byte, 12)), "after the JSON"},
 		{"metadata not strings", rawFile(`{"__metadata__":{"a":1}}`, nil), "object of strings"},
+		{"miscased member", rawFile(`{"a":{"DType":"U8","shape":[1],"data_offsets":[0,1]}}`, make([]byte, 1)), "must be spelled"},
 		{"missing offsets", rawFile(`{"a":{"dtype":"U8","shape":[1]}}`, make([]byte, 1)), "needs dtype"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
