@@ -189,13 +189,13 @@ func bestIndexMXFP4(x, e float32) uint8 {
 	return uint8(best)
 }
 
-// mxfp4Codes writes the E2M1 codes of x at scale e, as bestIndexMXFP4 would
+// mxfp4CodesAll writes the E2M1 codes of x at scale e, as bestIndexMXFP4 would
 // choose them. For x ≥ +0 no negative value can be strictly closer than
 // index 0 (its error |v·e - x| ≥ |x|), and index 8 (also zero) only ties it,
 // so only indexes 0..7 need checking; for x ≤ -0 only 0 and 9..15. The eight
 // errors are compared as bits (equal order for non-negative floats, and a NaN
 // x makes every error the same NaN), the first minimum winning.
-func mxfp4Codes(q []byte, x []float32, e float32) {
+func mxfp4CodesAll(q []byte, x []float32, e float32) {
 	var p [16]float32
 	for i, k := range kvaluesMXFP4 {
 		p[i] = float32(float32(k) * e)
@@ -240,17 +240,78 @@ func mxfp4Codes(q []byte, x []float32, e float32) {
 	}
 }
 
+// mxfp4Below maps floor(2t) to the largest index k ≤ 7 whose E2M1 value
+// (in units of the scale: 0, 1, 2, 3, 4, 6, 8, 12) is ≤ t, for 0 ≤ t < 16.
+var mxfp4Below = func() (tab [32]uint8) {
+	for f := range tab {
+		k := 0
+		for k < 7 && 2*int(kvaluesMXFP4[k+1]) <= f {
+			k++
+		}
+		tab[f] = uint8(k)
+	}
+	return tab
+}()
+
+// mxfp4Signed maps (sign, index of the magnitude) to the E2M1 code; zero is
+// always code 0 (ggml's first index on ties).
+var mxfp4Signed = [2][8]uint8{{0, 1, 2, 3, 4, 5, 6, 7}, {0, 9, 10, 11, 12, 13, 14, 15}}
+
+// mxfp4Codes writes the E2M1 codes of x at scale e like mxfp4CodesAll. When
+// e comes from the block's finite amax (e ≥ amax/16; the caller says so with
+// scaled), |x|/e is below 16 and exact (e is a power of two), so a table finds
+// the two values around |x|; every other value is strictly farther (they are
+// at least e apart, while float32 rounding of errors below 16e moves them by
+// far less), so comparing the two errors decides, the lower index on ties.
+func mxfp4Codes(q []byte, x []float32, e float32, scaled bool) {
+	if !scaled {
+		mxfp4CodesAll(q, x, e)
+		return
+	}
+	// p[8] = +Inf stops the search at index 7.
+	var p [9]float32
+	for i := range 8 {
+		p[i] = float32(float32(kvaluesMXFP4[i]) * e)
+	}
+	p[8] = float32(math.Inf(1))
+	// a·(1/e) is a/e exactly, unless 1/e overflows (e = 2^-128): then
+	// scale by 2 in two steps.
+	inv, pre := 1/e, float32(1)
+	if e < 0x1p-126 {
+		inv, pre = 1/(e*0x1p24), 0x1p24
+	}
+	x = x[:len(x)/2*2]
+	var codes [32]uint8
+	for j, v := range x {
+		a := fabs(v)
+		k := uint32(mxfp4Below[int(float32(float32(a*pre)*inv)*2)&31]) & 7
+		// Step to k+1 when its error is strictly smaller (errors are
+		// non-negative, so their bits order like their values).
+		d := int32(math.Float32bits(a-p[k])) - int32(math.Float32bits(p[k+1]-a))
+		k += uint32(-d) >> 31
+		codes[j&31] = mxfp4Signed[math.Float32bits(v)>>31][k&7]
+	}
+	half := len(x) / 2
+	for j := range q[:half] {
+		q[j] = codes[j&31] | codes[(j+half)&31]<<4
+	}
+}
+
 func encodeMXFP4(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 17 {
 		x := src[:32]
 		y := dst[:17]
-		amax, _ := argMaxAbs(x)
+		m, finite := finiteAbsMax(x)
+		amax := math.Float32frombits(m)
+		if !finite {
+			amax, _ = argMaxAbs(x)
+		}
 		var e uint8
 		if amax > 0 {
 			e = uint8(cvtt(log2Floor(amax) - 2 + 127))
 		}
 		y[0] = e
-		mxfp4Codes(y[1:17], x, e8m0Half(e))
+		mxfp4Codes(y[1:17], x, e8m0Half(e), finite)
 		src, dst = src[32:], dst[17:]
 	}
 }

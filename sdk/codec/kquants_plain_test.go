@@ -308,14 +308,17 @@ func TestMXFP4CodesMatchPlain(t *testing.T) {
 	var q [16]byte
 	for iter := 0; iter < 20000; iter++ {
 		adversarialBlock(r, x[:])
-		e := e8m0Half(uint8(r.IntN(256)))
+		e, scaled := e8m0Half(uint8(r.IntN(256))), false
 		if iter%2 == 0 {
 			amax, _ := argMaxAbs(x[:])
 			if amax > 0 {
 				e = e8m0Half(uint8(cvtt(log2Floor(amax) - 2 + 127)))
+			} else {
+				e = e8m0Half(0)
 			}
+			_, scaled = finiteAbsMax(x[:])
 		}
-		mxfp4Codes(q[:], x[:], e)
+		mxfp4Codes(q[:], x[:], e, scaled)
 		for j := range 16 {
 			want := bestIndexMXFP4(x[j], e) | bestIndexMXFP4(x[j+16], e)<<4
 			if q[j] != want {
