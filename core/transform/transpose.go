@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -199,16 +200,37 @@ func permuteAxes(dst, src []byte, shape []uint64, axes []int, elem uint64) {
 }
 
 // transpose2D turns a rows×cols matrix into cols×rows in tiles of 64×64
-// elements.
+// elements, moving 2-, 4- and 8-byte elements as words.
 func transpose2D(dst, src []byte, rows, cols, elem uint64) {
 	const tile = 64
 	for r0 := uint64(0); r0 < rows; r0 += tile {
 		r1 := min(r0+tile, rows)
 		for c0 := uint64(0); c0 < cols; c0 += tile {
 			c1 := min(c0+tile, cols)
-			for r := r0; r < r1; r++ {
-				for c := c0; c < c1; c++ {
-					copy(dst[(c*rows+r)*elem:(c*rows+r+1)*elem], src[(r*cols+c)*elem:(r*cols+c+1)*elem])
+			switch elem {
+			case 2:
+				for r := r0; r < r1; r++ {
+					for c := c0; c < c1; c++ {
+						binary.LittleEndian.PutUint16(dst[2*(c*rows+r):], binary.LittleEndian.Uint16(src[2*(r*cols+c):]))
+					}
+				}
+			case 4:
+				for r := r0; r < r1; r++ {
+					for c := c0; c < c1; c++ {
+						binary.LittleEndian.PutUint32(dst[4*(c*rows+r):], binary.LittleEndian.Uint32(src[4*(r*cols+c):]))
+					}
+				}
+			case 8:
+				for r := r0; r < r1; r++ {
+					for c := c0; c < c1; c++ {
+						binary.LittleEndian.PutUint64(dst[8*(c*rows+r):], binary.LittleEndian.Uint64(src[8*(r*cols+c):]))
+					}
+				}
+			default:
+				for r := r0; r < r1; r++ {
+					for c := c0; c < c1; c++ {
+						copy(dst[(c*rows+r)*elem:(c*rows+r+1)*elem], src[(r*cols+c)*elem:(r*cols+c+1)*elem])
+					}
 				}
 			}
 		}
