@@ -284,13 +284,18 @@ func parseRawValue(raw string, v *Variable, where string) (cty.Value, hcl.Diagno
 	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	bad := func(reason string) hcl.Diagnostics {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+			Detail: fmt.Sprintf("%s: %q is not a valid %s for variable %q (%s). Values of non-string variables are HCL expressions, e.g. 3, true, [\"a\", \"b\"].",
+				where, raw, v.Type.FriendlyName(), v.Name, reason)}}
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), where, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, bad(diags[0].Summary)
 	}
 	val, diags := expr.Value(nil)
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, bad(diags[0].Summary)
 	}
 	conv, err := convert.Convert(val, v.Type)
 	if err != nil {
