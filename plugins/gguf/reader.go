@@ -554,12 +554,10 @@ func (p *parser) tensorInfo(i uint64) (Tensor, error) {
 		return fail(dimsOff, "byte size of %s %v overflows", dt, t.Ne)
 	}
 	t.Size = size
-	offOff := r.Offset()
 	t.Offset, err = r.U64("data offset of tensor " + name)
 	if err != nil {
 		return t, err
 	}
-	_ = offOff
 	return t, nil
 }
 
