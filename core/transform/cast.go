@@ -113,7 +113,7 @@ func (c *cast) Plan(in *tensor.Manifest) (*Plan, error) {
 		case isIntegerDType(t.DType) && !c.allowIntegers:
 			why = "integer tensor (set allow_integers = true to cast it)"
 		case isIntegerDType(t.DType) && isIntegerDType(c.to) && !exactThroughFloat32(t.DType):
-			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("casting %s to %s would pass through float32 and lose integers above 2^24", t.DType, c.to)}
+			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("casting %s to %s would pass through float32 and lose integers above 2^24", t.DType, c.to), Config: true}
 		}
 		if why != "" {
 			p.Decisions = append(p.Decisions, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("kept %s: %s", t.DType, why)})
@@ -121,7 +121,7 @@ func (c *cast) Plan(in *tensor.Manifest) (*Plan, error) {
 		}
 		op, out, err := ConvertOp(t, c.to)
 		if err != nil {
-			return nil, err
+			return nil, blameConfig(err)
 		}
 		p.Out.Tensors[i] = out
 		p.Mappings[i].Ops = []Op{op}
@@ -176,11 +176,11 @@ func (d *dequantize) Plan(in *tensor.Manifest) (*Plan, error) {
 			continue
 		}
 		if !codec.IsQTensor(t.DType) && !codec.CanDecode(t.DType) {
-			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded (decodable block types: q8_0, q4_0, q4_1, q5_0, q5_1, q2_K–q6_K, q8_K, tq1_0, tq2_0, mxfp4, iq4_nl, iq4_xs)", t.DType)}
+			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded (decodable block types: q8_0, q4_0, q4_1, q5_0, q5_1, q2_K–q6_K, q8_K, tq1_0, tq2_0, mxfp4, iq4_nl, iq4_xs)", t.DType), Input: true}
 		}
 		op, out, err := ConvertOp(t, d.to)
 		if err != nil {
-			return nil, err
+			return nil, blameConfig(err)
 		}
 		p.Out.Tensors[i] = out
 		p.Mappings[i].Ops = []Op{op}

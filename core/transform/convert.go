@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -46,7 +47,7 @@ func ConvertOpScaled(in *tensor.TensorInfo, to tensor.DType, s codec.QScaling) (
 		return qtensorConvert(in, &out)
 	}
 	if !codec.CanDecode(in.DType) {
-		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded, so it cannot become %s", in.DType, to)}
+		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded, so it cannot become %s", in.DType, to), Input: true}
 	}
 	if !codec.CanEncode(to) {
 		return nil, out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("cannot encode dtype %s", to)}
@@ -118,7 +119,7 @@ func qtensorConvert(in, out *tensor.TensorInfo) (Op, tensor.TensorInfo, error) {
 		out.Size = size
 	}
 	if !codec.IsQTensor(in.DType) && !codec.CanDecode(in.DType) {
-		return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded", in.DType)}
+		return nil, *out, &TensorError{Tensor: in.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded", in.DType), Input: true}
 	}
 	inInfo := in.Clone()
 	return &wholeConvert{in: inInfo, out: out.Clone(), n: n}, *out, nil
@@ -148,4 +149,14 @@ func (o *wholeConvert) Apply(dst, src []byte) error {
 		return codec.EncodeQTensor(&o.out, dst, vals)
 	}
 	return codec.EncodeFloat32(o.out.DType, dst, vals)
+}
+
+// blameConfig marks a conversion error that is not the input's fault as the
+// configuration's: the stage asked for a conversion the tensor cannot take.
+func blameConfig(err error) error {
+	var te *TensorError
+	if errors.As(err, &te) && !te.Input {
+		te.Config = true
+	}
+	return err
 }

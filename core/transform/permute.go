@@ -92,7 +92,7 @@ func (p *permute) Plan(in *tensor.Manifest) (*Plan, error) {
 		}
 		heads, src, err := p.heads(isK, &model, layer)
 		if err != nil {
-			return nil, &TensorError{Tensor: t.Name, Msg: err.Error()}
+			return nil, &TensorError{Tensor: t.Name, Msg: err.Error(), Config: true}
 		}
 		op, err := newPermuteOp(t, heads, p.inverse)
 		if err != nil {
@@ -149,25 +149,25 @@ type permuteOp struct {
 
 func newPermuteOp(t *tensor.TensorInfo, heads int, inverse bool) (*permuteOp, error) {
 	if len(t.Shape) == 0 || len(t.Shape) > 2 {
-		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("has shape %v; the rotary permutation applies to [rows, cols] weights and [rows] biases", t.Shape)}
+		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("has shape %v; the rotary permutation applies to [rows, cols] weights and [rows] biases", t.Shape), Config: true}
 	}
 	if codec.IsQTensor(t.DType) {
-		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("is a %s QTensor, whose scales would have to move with its rows; dequantize it first", t.DType)}
+		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("is a %s QTensor, whose scales would have to move with its rows; dequantize it first", t.DType), Config: true}
 	}
 	rows := t.Shape[0]
 	rowBytes, err := t.DType.ShapeByteSize(t.Shape[1:])
 	if err != nil {
-		return nil, &TensorError{Tensor: t.Name, Msg: err.Error()}
+		return nil, &TensorError{Tensor: t.Name, Msg: err.Error(), Input: true}
 	}
 	if heads <= 0 || rows%uint64(heads) != 0 {
-		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%d rows do not split into %d heads", rows, heads)}
+		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%d rows do not split into %d heads", rows, heads), Config: true}
 	}
 	hd := rows / uint64(heads)
 	if hd%2 != 0 {
-		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("heads of %d rows cannot be permuted: the rotary halves need an even head size", hd)}
+		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("heads of %d rows cannot be permuted: the rotary halves need an even head size", hd), Config: true}
 	}
 	if rowBytes == 0 || rowBytes > 1<<40 || hd > 1<<30 {
-		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("rows of %d bytes cannot be permuted", rowBytes)}
+		return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("rows of %d bytes cannot be permuted", rowBytes), Config: true}
 	}
 	return &permuteOp{name: t.Name, inverse: inverse, heads: heads, headRows: int(hd), rowBytes: int(rowBytes)}, nil
 }

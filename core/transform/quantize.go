@@ -202,7 +202,7 @@ func (q *quantize) Plan(in *tensor.Manifest) (*Plan, error) {
 		for _, pt := range presetList {
 			c, err := st.choose(pt)
 			if err != nil {
-				return nil, &TensorError{Tensor: in.Tensors[pt.index].Name, Msg: err.Error()}
+				return nil, &TensorError{Tensor: in.Tensors[pt.index].Name, Msg: err.Error(), Input: true}
 			}
 			choices[pt.index] = choice{target{dtype: c.dtype}, c.reason}
 		}
@@ -275,7 +275,7 @@ func (q *quantize) apply(p *Plan, i int, t *tensor.TensorInfo, c choice) (string
 			return fmt.Sprintf("kept %s: %s", t.DType, reason), nil
 		}
 		if !fits(fb.dtype, t.Shape) {
-			return "", &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%s, and rows of %d do not fit fallback_type %s either", reason, rowLen(t.Shape), fb.dtype)}
+			return "", &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%s, and rows of %d do not fit fallback_type %s either", reason, rowLen(t.Shape), fb.dtype), Config: true}
 		}
 		to = fb
 	}
@@ -283,11 +283,11 @@ func (q *quantize) apply(p *Plan, i int, t *tensor.TensorInfo, c choice) (string
 		return fmt.Sprintf("kept %s: already %s (%s)", t.DType, to.dtype, reason), nil
 	}
 	if isIntegerDType(to.dtype) && !q.convertIntegers {
-		return "", &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%s asks for integer type %s; set convert_integers = true to allow float → integer", reason, to.dtype)}
+		return "", &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("%s asks for integer type %s; set convert_integers = true to allow float → integer", reason, to.dtype), Config: true}
 	}
 	op, out, err := ConvertOpScaled(t, to.dtype, to.scaling)
 	if err != nil {
-		return "", err
+		return "", blameConfig(err)
 	}
 	p.Out.Tensors[i] = out
 	p.Mappings[i].Ops = []Op{op}

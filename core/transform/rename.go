@@ -113,10 +113,10 @@ func (r *rename) Plan(in *tensor.Manifest) (*Plan, error) {
 		t := &in.Tensors[i]
 		name, why, err := r.newName(t.Name)
 		if err != nil {
-			return nil, &TensorError{Tensor: t.Name, Msg: err.Error()}
+			return nil, &TensorError{Tensor: t.Name, Msg: err.Error(), Config: true}
 		}
 		if name == "" {
-			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("would be renamed to the empty name (%s)", why)}
+			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("would be renamed to the empty name (%s)", why), Config: true}
 		}
 		if prev, dup := from[name]; dup {
 			return nil, &CollisionError{Name: name, First: prev, Second: t.Name}

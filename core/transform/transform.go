@@ -115,6 +115,16 @@ func Identity(in *tensor.Manifest) *Plan {
 type TensorError struct {
 	Tensor string
 	Msg    string
+	// Config marks the stage's configuration as the cause (a rule that does
+	// not fit the tensor); Input marks the checkpoint (a dtype that cannot
+	// be decoded). With neither, the error is internal.
+	Config, Input bool
 }
 
 func (e *TensorError) Error() string { return fmt.Sprintf("tensor %q: %s", e.Tensor, e.Msg) }
+
+// BadConfig reports whether the configuration caused the error.
+func (e *TensorError) BadConfig() bool { return e.Config }
+
+// BadInput reports whether the input caused the error.
+func (e *TensorError) BadInput() bool { return e.Input }

@@ -83,7 +83,7 @@ func (tr *transpose) Plan(in *tensor.Manifest) (*Plan, error) {
 		}
 		info, ok := t.DType.Info()
 		if !ok || info.Kind == tensor.KindBlock || info.Kind == tensor.KindQTensor || info.BlockSize != 1 {
-			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("is %s; only tensors of plain elements can be transposed (dequantize it first, or transpose before quantizing)", t.DType)}
+			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("is %s; only tensors of plain elements can be transposed (dequantize it first, or transpose before quantizing)", t.DType), Config: true}
 		}
 		op := newTransposeOp(t.Shape, tr.axes, info.BlockBytes)
 		out := t.Clone()
