@@ -259,6 +259,17 @@ func TestQuantizeDefaultsAndFallback(t *testing.T) {
   type          = "q4_K"
   fallback_type = "q8_0"`), runtest.Options{Sources: sources(c)})
 	mustContain(t, err.Error(), `tensor "odd"`, "rows of 20 do not fit fallback_type q8_0")
+	if !plugin.IsBadConfig(err) {
+		t.Errorf("%v is not reported as a configuration error", err)
+	}
+	// A dtype the codecs cannot decode is the input's fault.
+	bad := &runtest.Checkpoint{}
+	bad.Add("iq", tensor.IQ2XXS, []uint64{1, 256}, make([]byte, 66))
+	err = runErr(t, one("quantize", `type = "q8_0"`), runtest.Options{Sources: sources(bad), PlanOnly: true})
+	mustContain(t, err.Error(), `tensor "iq"`, "iq2_xxs cannot be decoded")
+	if !plugin.IsBadInput(err) {
+		t.Errorf("%v is not reported as bad input", err)
+	}
 }
 
 func TestQuantizeRulesFirstMatchWins(t *testing.T) {
