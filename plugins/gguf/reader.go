@@ -12,6 +12,10 @@ import (
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
+// preallocCap bounds the capacity reserved from a count read from a file
+// before the elements it claims have been parsed.
+const preallocCap = 4096
+
 // Magic is the first four bytes of every GGUF file.
 const Magic = "GGUF"
 
@@ -240,8 +244,10 @@ func (p *parser) header() error {
 	if err := r.CheckLength(nTensors, 8+4+4+8, "tensor count"); err != nil {
 		return err
 	}
-	p.f.Tensors = make([]Tensor, 0, nTensors)
-	seen := make(map[string]bool, nTensors)
+	// Capacity grows with what is parsed: a count is only a claim, and a
+	// Tensor takes more memory than its minimum 24 bytes on disk.
+	p.f.Tensors = make([]Tensor, 0, min(nTensors, preallocCap))
+	seen := make(map[string]bool, min(nTensors, preallocCap))
 	for i := uint64(0); i < nTensors; i++ {
 		t, err := p.tensorInfo(i)
 		if err != nil {
@@ -399,7 +405,7 @@ func (p *parser) array(key string, elem tensor.ValueType, elemOff int64, depth i
 		if err := r.CheckLength(n, 4+8, what); err != nil {
 			return tensor.Value{}, err
 		}
-		items := make([]tensor.Value, 0, n)
+		items := make([]tensor.Value, 0, min(n, preallocCap))
 		for i := uint64(0); i < n; i++ {
 			innerOff := r.Offset()
 			inner, err := r.U32(fmt.Sprintf("element type of item %d of key %q", i, key))
