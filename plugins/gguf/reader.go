@@ -35,6 +35,9 @@ const (
 	// MaxArrayDepth caps the nesting of arrays of arrays (gguf-py writes
 	// them; ggml refuses them). A flat array has depth 1.
 	MaxArrayDepth = 8
+	// MaxNestedItems caps the arrays one array of arrays holds: each costs
+	// far more memory than its 12 bytes on disk.
+	MaxNestedItems = 1 << 16
 	// MaxDims is the most dimensions a GGUF tensor has (GGML_MAX_DIMS).
 	MaxDims = 4
 	// MaxNameLen is the longest tensor name ggml accepts: GGML_MAX_NAME (64)
@@ -401,6 +404,9 @@ func (p *parser) array(key string, elem tensor.ValueType, elemOff int64, depth i
 	case tensor.TypeArray:
 		if depth >= MaxArrayDepth {
 			return tensor.Value{}, r.ErrorAt(elemOff, "key %q: arrays nested deeper than %d levels", key, MaxArrayDepth)
+		}
+		if n > MaxNestedItems {
+			return tensor.Value{}, r.ErrorAt(countOff, "key %q: array of %d arrays is over the limit of %d", key, n, MaxNestedItems)
 		}
 		if err := r.CheckLength(n, 4+8, what); err != nil {
 			return tensor.Value{}, err

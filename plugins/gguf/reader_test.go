@@ -57,6 +57,7 @@ func TestReaderRefusesMalformedHeaders(t *testing.T) {
 		{"2^29 u64 elements", header(3, 0, 1).str("k").u32(9).u32(10).u64(1 << 29).Bytes(), "more bytes than"},
 		{"2^29 strings", header(3, 0, 1).str("k").u32(9).u32(8).u64(1 << 29).Bytes(), "more bytes than"},
 		{"string element past end", header(3, 0, 1).str("k").u32(9).u32(8).u64(2).str("a").u64(99).Bytes(), "passes the end"},
+		{"too many nested arrays", header(3, 0, 1).str("k").u32(9).u32(9).u64(MaxNestedItems + 1).Bytes(), "over the limit"},
 		{"invalid value type", header(3, 0, 1).str("k").u32(13).Bytes(), "invalid GGUF value type 13"},
 		{"invalid element type", header(3, 0, 1).str("k").u32(9).u32(77).u64(0).Bytes(), "invalid element type 77"},
 		{"empty key", header(3, 0, 1).str("").u32(4).u32(1).Bytes(), "empty key"},
