@@ -454,13 +454,18 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	if lay.nodes > 0 && chunks > 1 {
 		workers = int(min(uint64(r.opts.Workers), chunks))
 	}
-	// At most workers+1 chunks are between the reader and the emitter, each
-	// with one slot per node; each sink holds a few more.
-	inFlight := workers + 1
-	need := (1+lay.nodes)*inFlight + 3*len(feeds)
-	if need > r.opts.Arena.Slots() {
-		return &treeError{tree: t, err: fmt.Errorf("needs %d arena slots at once (%d ops, %d sinks), the arena has %d; raise --max-memory", need, lay.nodes, len(feeds), r.opts.Arena.Slots())}
+	// At most inFlight chunks are between the reader and the emitter, each
+	// with one slot per node; sinks hold a few more while they write. One
+	// chunk's worth is enough to make progress (sinks release what they hold
+	// without waiting for us), so parallelism and slack shrink to fit.
+	perChunk := 1 + lay.nodes
+	slots := r.opts.Arena.Slots()
+	if perChunk > slots {
+		return &treeError{tree: t, err: fmt.Errorf("needs %d arena slots at once (%d chained ops), the arena has %d; raise --max-memory", perChunk, lay.nodes, slots)}
 	}
+	inFlight := min(workers+1, slots/perChunk)
+	workers = max(1, min(workers, inFlight))
+	need := min(perChunk*inFlight+2*len(feeds), slots)
 	tickets := make(chan struct{}, inFlight)
 	pool, err := r.opts.Arena.Reserve(ctx, need)
 	if err != nil {
