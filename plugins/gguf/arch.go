@@ -219,7 +219,7 @@ func sizeLabel(n uint64) string {
 	default:
 		v *= 1e-3
 	}
-	digits := len(strings.TrimLeft(strconv.FormatFloat(math.Round(v), 'f', 0, 64), "0"))
+	digits := len(strings.TrimLeft(strconv.FormatFloat(math.RoundToEven(v), 'f', 0, 64), "0")) // Python's round
 	fix := max(2-digits, 0)
 	return strconv.FormatFloat(v, 'f', fix, 64) + suffix
 }

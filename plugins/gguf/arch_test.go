@@ -279,7 +279,7 @@ func TestArchitectureOption(t *testing.T) {
 }
 
 func TestSizeLabel(t *testing.T) {
-	for n, want := range map[uint64]string{135_000_000: "135M", 1_100_000_000: "1.1B", 8_030_000_000: "8.0B", 70_600_000_000: "71B", 500_000: "500K", 62_000: "62K", 6_200: "6.2K"} {
+	for n, want := range map[uint64]string{135_000_000: "135M", 1_100_000_000: "1.1B", 8_030_000_000: "8.0B", 70_600_000_000: "71B", 500_000: "500K", 62_000: "62K", 6_200: "6.2K", 500: "0.50K", 2_500: "2.5K"} {
 		if got := sizeLabel(n); got != want {
 			t.Errorf("sizeLabel(%d) = %s, want %s", n, got, want)
 		}
