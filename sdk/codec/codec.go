@@ -250,8 +250,9 @@ const minParallelElems = 1 << 14
 // workers goroutines (workers ≤ 0 means GOMAXPROCS). rowLen must be a whole
 // number of blocks of both types; src must hold a whole number of rows and dst
 // exactly the converted rows. The output is identical to the serial call:
-// blocks never interact, so the work is split on block boundaries, within
-// rows when there are fewer rows than workers.
+// blocks never interact, so the elements are split into equal contiguous
+// ranges on block boundaries (a range may end inside a row), at least 16 Ki
+// elements each.
 func ConvertRows(from, to tensor.DType, dst, src []byte, rowLen, workers int) error {
 	ff, err := decoder(from)
 	if err != nil {

@@ -692,27 +692,22 @@ func decodeQ5_K(dst []float32, src []byte) {
 		sc := b[4:16]
 		qh := b[16:48]
 		ql := b[48:176]
-		u1, u2 := uint8(1), uint8(2)
 		for j := range 4 {
 			s1, m1 := getScaleMinK4(2*j, sc)
 			s2, m2 := getScaleMinK4(2*j+1, sc)
 			d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
 			d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
 			q := ql[32*j : 32*j+32]
+			h := qh[:32]
 			out := y[64*j : 64*j+64]
+			sh := uint(2 * j)
 			for l, v := range q {
-				lo, hi := v&0xf, v>>4
-				if qh[l]&u1 != 0 {
-					lo += 16
-				}
-				if qh[l]&u2 != 0 {
-					hi += 16
-				}
+				// Bit 2j of qh[l] is bit 4 of the low level, bit 2j+1 of the high.
+				lo := v&0xf | (h[l]>>sh&1)<<4
+				hi := v>>4 | (h[l]>>(sh+1)&1)<<4
 				out[l] = float32(d1*float32(lo)) - mm1
 				out[l+32] = float32(d2*float32(hi)) - mm2
 			}
-			u1 <<= 2
-			u2 <<= 2
 		}
 		dst, src = dst[256:], src[176:]
 	}

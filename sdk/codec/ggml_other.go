@@ -176,19 +176,6 @@ func log2Floor(x float32) float32 {
 	return float32(math.Floor(float64(float32(math.Log2(float64(x))))))
 }
 
-// bestIndexMXFP4 is ggml's best_index_mxfp4: the index of the E2M1 value
-// closest to x at scale e, the first one on ties.
-func bestIndexMXFP4(x, e float32) uint8 {
-	best := 0
-	bestErr := fabs(float32(float32(kvaluesMXFP4[0])*e) - x)
-	for i := 1; i < 16; i++ {
-		if err := fabs(float32(float32(kvaluesMXFP4[i])*e) - x); err < bestErr {
-			best, bestErr = i, err
-		}
-	}
-	return uint8(best)
-}
-
 // mxfp4CodesAll writes the E2M1 codes of x at scale e, as bestIndexMXFP4 would
 // choose them. For x ≥ +0 no negative value can be strictly closer than
 // index 0 (its error |v·e - x| ≥ |x|), and index 8 (also zero) only ties it,

@@ -448,3 +448,16 @@ func TestFirstAbsMaxMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+// bestIndexMXFP4 is ggml's best_index_mxfp4: the index of the E2M1 value
+// closest to x at scale e, the first one on ties.
+func bestIndexMXFP4(x, e float32) uint8 {
+	best := 0
+	bestErr := fabs(float32(float32(kvaluesMXFP4[0])*e) - x)
+	for i := 1; i < 16; i++ {
+		if err := fabs(float32(float32(kvaluesMXFP4[i])*e) - x); err < bestErr {
+			best, bestErr = i, err
+		}
+	}
+	return uint8(best)
+}
