@@ -47,6 +47,7 @@ type checkedReader struct {
 	off     int64 // file offset of the compressed data
 	tensor  string
 	close   func()
+	err     error // sticky
 }
 
 func (c *checkedReader) fail(format string, args ...any) error {
@@ -54,13 +55,26 @@ func (c *checkedReader) fail(format string, args ...any) error {
 }
 
 func (c *checkedReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.read(p)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}
+
+func (c *checkedReader) read(p []byte) (int, error) {
 	if c.want >= 0 && int64(len(p)) > c.want-c.got+1 {
 		p = p[:c.want-c.got+1] // one byte more than declared reveals a long stream
 	}
 	n, err := c.r.Read(p)
 	c.got += int64(n)
 	if c.want >= 0 && c.got > c.want {
-		return n - int(c.got-c.want), c.fail("compressed data decompresses to more than the declared %d bytes", c.want)
+		n -= int(c.got - c.want)
+		c.got = c.want
+		return n, c.fail("compressed data decompresses to more than the declared %d bytes", c.want)
 	}
 	if c.got > ratioAllowance && c.got > MaxCompressionRatio*c.in.n {
 		return n, &binio.FormatError{File: c.file, Offset: c.off, Tensor: c.tensor,

@@ -11,6 +11,10 @@ import (
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
+// maxTensorSize bounds any tensor's size so that offset arithmetic stays
+// far from overflow (2^62 bytes: 4 EiB).
+const maxTensorSize = 1 << 62
+
 // MaxMetadataSize caps the metadata section (its size field allows 4 GiB).
 const MaxMetadataSize = 1 << 30
 
@@ -285,6 +289,9 @@ func readEntry(s *seqReader, end uint64, sized bool) (Tensor, error) {
 		if t.RawSize, err = dtypeSize(t.DType, t.Shape); err != nil {
 			return t, fail("%v", err)
 		}
+	}
+	if t.RawSize > maxTensorSize || t.Size > maxTensorSize {
+		return t, fail("%s %v: %d bytes is over the limit of %d", t.DType, t.Shape, t.RawSize, int64(maxTensorSize))
 	}
 	return t, nil
 }

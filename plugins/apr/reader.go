@@ -32,7 +32,7 @@ type Reader struct {
 	Info
 	file  string
 	data  io.ReaderAt // where tensor bytes are: the input or the temporary copy
-	spool *os.File
+	spool spoolFile
 	owned io.Closer
 }
 
@@ -142,20 +142,37 @@ func NewReader(r io.ReaderAt, size int64, opts ReadOptions) (*Reader, error) {
 	return rd, nil
 }
 
+// spoolFile holds the decompressed copy of a file.
+type spoolFile interface {
+	io.Writer
+	io.ReaderAt
+	io.Closer
+}
+
+// newSpool creates an unlinked temporary file (a variable so the fuzz test
+// can keep it in memory).
+var newSpool = func(dir string) (spoolFile, error) {
+	f, err := os.CreateTemp(dir, "sluice-apr-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // gone when closed
+	return f, nil
+}
+
 // decompressToSpool writes the header and the decompressed rest of a
 // whole-file-compressed file to a temporary file, checking its footer when
 // verify. It returns the file and its (logical) size.
-func decompressToSpool(c Compression, head []byte, rest io.Reader, verify bool, dir, file string) (*os.File, int64, error) {
+func decompressToSpool(c Compression, head []byte, rest io.Reader, verify bool, dir, file string) (spoolFile, int64, error) {
 	dec, err := wholeFileDecoder(c, rest, head, verify, file)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer dec.Close()
-	spool, err := os.CreateTemp(dir, "sluice-apr-*")
+	spool, err := newSpool(dir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: creating the decompressed copy: %w", file, err)
 	}
-	os.Remove(spool.Name()) // unlinked: gone when closed
 	th := newTrailerHash(LayoutAprender)
 	th.Write(footerView(head))
 	if _, err := spool.Write(head[:aprenderHeaderSize]); err != nil {

@@ -35,13 +35,21 @@ type StreamReader struct {
 // NewStreamReader reads the header, metadata and index of an APR file
 // from r.
 func NewStreamReader(r io.Reader, opts ReadOptions) (*StreamReader, error) {
-	file := opts.Name
+	sr := &StreamReader{file: opts.Name, verify: !opts.NoVerify}
+	if err := sr.start(r); err != nil {
+		sr.closeDecoders()
+		return nil, err
+	}
+	return sr, nil
+}
+
+func (sr *StreamReader) start(r io.Reader) error {
+	file := sr.file
 	var head [aprenderHeaderSize]byte
 	n, err := io.ReadFull(r, head[:4])
 	if err != nil {
-		return nil, &binio.FormatError{File: file, Offset: 0, Msg: fmt.Sprintf("the stream is %d bytes, too short for an APR magic", n), Err: ErrNotAPR}
+		return &binio.FormatError{File: file, Offset: 0, Msg: fmt.Sprintf("the stream is %d bytes, too short for an APR magic", n), Err: ErrNotAPR}
 	}
-	sr := &StreamReader{file: file, verify: !opts.NoVerify}
 	var rest io.Reader = r
 	damaged := func(l Layout, magic [4]byte) bool {
 		if l == LayoutAprender {
@@ -59,37 +67,37 @@ func NewStreamReader(r io.Reader, opts ReadOptions) (*StreamReader, error) {
 	}
 	layout, err := identify([4]byte(head[:4]), file, damaged)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sr.th = newTrailerHash(layout)
 	if layout == LayoutSpec {
 		sr.s = newSeqStream(io.TeeReader(io.MultiReader(bytes.NewReader(head[:4]), rest), sr.th), file)
 		var hb [specHeaderSize]byte
 		if err := sr.s.full(hb[:], "header"); err != nil {
-			return nil, sr.integrity(err)
+			return sr.integrity(err)
 		}
 		h, err := checkSpecHeader(hb[:], file)
 		if err != nil {
-			return nil, sr.integrity(err)
+			return sr.integrity(err)
 		}
 		in, err := parseSpec(sr.s, h, -1)
 		if err != nil {
-			return nil, sr.integrity(err)
+			return sr.integrity(err)
 		}
 		sr.Info = *in
 	} else {
 		if _, err := io.ReadFull(rest, head[4:]); err != nil {
-			return nil, binio.Errorf(file, 4, "the stream ends inside the 64-byte header (truncated?)")
+			return binio.Errorf(file, 4, "the stream ends inside the 64-byte header (truncated?)")
 		}
 		h, err := checkAprenderHeader(head[:], file)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		logical := rest
 		if c := aprenderCompression(h.Flags); c != CompressionNone {
 			dec, err := wholeFileDecoder(c, rest, head[:], sr.verify, file)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			sr.dec = dec
 			logical = dec
@@ -97,16 +105,16 @@ func NewStreamReader(r io.Reader, opts ReadOptions) (*StreamReader, error) {
 		sr.th.Write(footerView(head[:]))
 		sr.s = newSeqStream(io.MultiReader(bytes.NewReader(head[:]), io.TeeReader(logical, sr.th)), file)
 		if err := sr.s.skip(aprenderHeaderSize, "header"); err != nil {
-			return nil, err
+			return err
 		}
 		in, err := parseAprender(sr.s, h, -1)
 		if err != nil {
-			return nil, sr.integrity(err)
+			return sr.integrity(err)
 		}
 		sr.Info = *in
 	}
 	sr.order = fileOrder(sr.Tensors)
-	return sr, nil
+	return nil
 }
 
 // integrity turns a problem found while reading into a checksum error when
