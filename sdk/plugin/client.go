@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
@@ -272,9 +273,17 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 }
 
 func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOptions) error {
-	_, err := s.c.sink.Begin(ctx, &pb.BeginRequest{
+	req := &pb.BeginRequest{
 		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
-	})
+		Finalize: opts.Finalize,
+	}
+	for _, i := range opts.Shards {
+		if i < 1 || uint64(i) > math.MaxUint32 {
+			return fmt.Errorf("sink %s: shard %d is out of range", s.c.info.Name, i)
+		}
+		req.Shards = append(req.Shards, uint32(i))
+	}
+	_, err := s.c.sink.Begin(ctx, req)
 	return s.c.err(err)
 }
 

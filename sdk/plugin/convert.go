@@ -165,7 +165,7 @@ func infoFromProto(p *pb.GetInfoResponse) *Info {
 }
 
 func planToProto(p *SinkPlan) *pb.PlanResponse {
-	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature}
+	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
 	for _, c := range p.Convert {
 		out.Convert = append(out.Convert, &pb.Conversion{Tensor: c.Tensor, Dtype: string(c.To), Reason: c.Reason})
 	}
@@ -182,7 +182,7 @@ func planToProto(p *SinkPlan) *pb.PlanResponse {
 }
 
 func planFromProto(p *pb.PlanResponse) *SinkPlan {
-	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature}
+	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
 	for _, c := range p.Convert {
 		out.Convert = append(out.Convert, Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason})
 	}

@@ -6,10 +6,12 @@ import (
 )
 
 // ProtocolVersion is the major version of the plugin protocol
-// (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks.
+// (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
+// added partitioned sinks). Minors are additive: a peer of another minor of
+// the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 0
+	ProtocolMinor   = 1
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,9 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, cmd.Path)
 		}
+		if v, ok := pluginProtocol(err); ok {
+			return nil, &VersionError{Label: label, Path: cmd.Path, Plugin: v}
+		}
 		return nil, fmt.Errorf("%s: starting %s: %w%s", label, cmd.Path, err, st.quote())
 	}
 	raw, err := rpc.Dispense(pluginKey)
@@ -128,6 +132,40 @@ func (c *Client) Pid() int {
 		return rc.Pid
 	}
 	return 0
+}
+
+// VersionError reports a plugin that speaks another major version of the
+// plugin protocol than this host.
+type VersionError struct {
+	Label string
+	Path  string
+	// Plugin is the major protocol version the plugin offered.
+	Plugin int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%s: %s speaks Sluice plugin protocol %d (sluice.plugin.v%d), but this host speaks protocol %d "+
+		"(sluice.plugin.v%d, minors up to %d.%d); it was not started. Use a build of the plugin for protocol %d, or a Sluice that speaks protocol %d",
+		e.Label, e.Path, e.Plugin, e.Plugin, ProtocolVersion, ProtocolVersion, ProtocolVersion, ProtocolMinor, ProtocolVersion, e.Plugin)
+}
+
+// BadConfig marks the error as a configuration problem: the wrong plugin
+// build is installed.
+func (e *VersionError) BadConfig() bool { return true }
+
+// incompatibleRE matches go-plugin's handshake error for a plugin whose app
+// protocol version the host does not accept.
+var incompatibleRE = regexp.MustCompile(`incompatible API version with plugin\. Plugin version: (\d+)`)
+
+// pluginProtocol extracts the protocol version a plugin offered from
+// go-plugin's handshake error.
+func pluginProtocol(err error) (int, bool) {
+	m := incompatibleRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	v, convErr := strconv.Atoi(m[1])
+	return v, convErr == nil
 }
 
 // CrashError reports a plugin process that died or stopped answering, with

@@ -65,6 +65,12 @@ type SinkPlan struct {
 	// its own files. Otherwise a sign stage makes the core write a detached
 	// signature beside each output.
 	EmbedsSignature bool
+	// Partitions reports that the sink honours BeginOptions.Shards and
+	// BeginOptions.Finalize, so `sluice run --partition` may split its shards
+	// between machines and `sluice finalize` completes the set. A sink that
+	// leaves it false is always written whole, by one partition. (Protocol
+	// 1.1.)
+	Partitions bool
 }
 
 // Conversion asks for a tensor in another dtype.
@@ -96,6 +102,19 @@ type BeginOptions struct {
 	// SigningKeyID names the key without revealing it ("user key", "shared
 	// secret"); it may be recorded in outputs.
 	SigningKeyID string
+	// Shards, when not empty, limits this sink to the files of these shards,
+	// numbered from 1 as tensor.AttrShard numbers them: Begin creates only
+	// those files, Write receives only their tensors, and Commit renames and
+	// reports only them. Files that describe the whole set (an index, side
+	// files) are left to a later sink begun with Finalize. Every shard file
+	// must come out byte for byte as a whole run writes it. The core sets
+	// Shards only for a sink whose plan says Partitions. (Protocol 1.1.)
+	Shards []int
+	// Finalize asks for the files that describe the whole set and nothing
+	// else: every shard file was committed by earlier sinks begun with
+	// Shards. No Write follows; Commit writes those files and reports them.
+	// (Protocol 1.1.)
+	Finalize bool
 }
 
 // TensorData is the bytes of one tensor, delivered to a sink front to back.

@@ -298,7 +298,11 @@ func (s sinkServer) Begin(ctx context.Context, req *pb.BeginRequest) (*pb.Empty,
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.Empty{}, toStatus(sk.Begin(ctx, m, BeginOptions{SigningKey: req.SigningKey, SigningKeyID: req.SigningKeyId}))
+	opts := BeginOptions{SigningKey: req.SigningKey, SigningKeyID: req.SigningKeyId, Finalize: req.Finalize}
+	for _, i := range req.Shards {
+		opts.Shards = append(opts.Shards, int(i))
+	}
+	return &pb.Empty{}, toStatus(sk.Begin(ctx, m, opts))
 }
 
 func (s sinkServer) Commit(ctx context.Context, req *pb.SessionRequest) (*pb.CommitResponse, error) {

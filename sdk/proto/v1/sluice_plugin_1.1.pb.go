@@ -1,8 +1,17 @@
-// Sluice plugin protocol, version 1.0.
+// Sluice plugin protocol, version 1.1: version 1.0 plus partitioned sinks.
 //
-// This file is frozen once released: later minors add new files
-// (sluice_plugin_1.1.proto …) with additive changes only, announced through
-// Capabilities, never inferred from version numbers.
+// Every minor is a file of its own and is frozen once released; the Go code
+// in this package is generated from the newest one. A minor only adds fields
+// and messages that an older peer ignores (protobuf skips unknown fields), and
+// a peer uses an addition only when the other side announced it, never
+// because of a version number. Plugins built against 1.0 therefore run under
+// a 1.1 host, and the reverse.
+//
+// Added in 1.1:
+//   - PlanResponse.partitions: the sink can write a subset of its shards and
+//     finish the set later;
+//   - BeginRequest.shards and BeginRequest.finalize: the host asks for that
+//     subset, or for the files that describe the whole set.
 //
 // Control travels over gRPC (hashicorp/go-plugin). Tensor bytes travel
 // beside it when both ends share a machine: as file references (bytes that
@@ -14,7 +23,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.0.proto
+// source: sluice_plugin_1.1.proto
 
 package pluginv1
 
@@ -66,11 +75,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_0_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_1_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_0_proto_enumTypes[0]
+	return &file_sluice_plugin_1_1_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -79,7 +88,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -90,7 +99,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -102,7 +111,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -115,7 +124,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -134,7 +143,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +155,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +168,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -193,7 +202,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -205,7 +214,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -218,7 +227,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -241,7 +250,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -253,7 +262,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -266,7 +275,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -318,7 +327,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +339,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +352,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -397,7 +406,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +418,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +431,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -446,7 +455,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +467,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +480,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -519,7 +528,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -531,7 +540,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -544,7 +553,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -571,7 +580,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +592,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +605,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -617,7 +626,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +638,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +651,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -668,7 +677,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +689,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +702,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -712,7 +721,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +733,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +746,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -763,7 +772,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +784,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +797,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -850,7 +859,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +871,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +884,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -903,7 +912,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +924,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +937,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileRef) GetPath() string {
@@ -967,7 +976,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +988,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1001,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1047,7 +1056,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1068,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1081,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1098,7 +1107,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1119,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1132,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1146,7 +1155,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1167,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1180,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1233,7 +1242,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1254,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1267,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1305,7 +1314,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1326,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1339,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1357,7 +1366,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1378,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1391,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1458,7 +1467,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1479,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1492,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1511,7 +1520,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1532,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1545,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1570,7 +1579,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1591,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1604,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1623,7 +1632,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1644,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +1657,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1679,13 +1688,18 @@ type PlanResponse struct {
 	Files           []*PlannedFile         `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
 	Notes           []*Decision            `protobuf:"bytes,4,rep,name=notes,proto3" json:"notes,omitempty"`
 	EmbedsSignature bool                   `protobuf:"varint,5,opt,name=embeds_signature,json=embedsSignature,proto3" json:"embeds_signature,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// partitions (1.1): the sink honours BeginRequest.shards and
+	// BeginRequest.finalize, so the host may split its shards between
+	// several runs (`sluice run --partition`). A sink that leaves it false is
+	// always written whole, by one run.
+	Partitions    bool `protobuf:"varint,6,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1711,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1724,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1748,19 +1762,37 @@ func (x *PlanResponse) GetEmbedsSignature() bool {
 	return false
 }
 
+func (x *PlanResponse) GetPartitions() bool {
+	if x != nil {
+		return x.Partitions
+	}
+	return false
+}
+
 type BeginRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
-	Manifest      *Manifest              `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
-	SigningKey    []byte                 `protobuf:"bytes,3,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"`
-	SigningKeyId  string                 `protobuf:"bytes,4,opt,name=signing_key_id,json=signingKeyId,proto3" json:"signing_key_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Session      uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
+	Manifest     *Manifest              `protobuf:"bytes,2,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	SigningKey   []byte                 `protobuf:"bytes,3,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"`
+	SigningKeyId string                 `protobuf:"bytes,4,opt,name=signing_key_id,json=signingKeyId,proto3" json:"signing_key_id,omitempty"`
+	// shards (1.1), when not empty, limits this session to the files of these
+	// shards, numbered from 1 as the tensor attribute "sluice.shard" numbers
+	// them: the sink creates only those files and receives only their tensors.
+	// Files that describe the whole set (an index, side files) are left to a
+	// later session with finalize set. Sent only to a sink whose plan said
+	// partitions.
+	Shards []uint32 `protobuf:"varint,5,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	// finalize (1.1) asks for the files that describe the whole set and
+	// nothing else: every shard file was committed by earlier sessions with
+	// shards set. No Write follows; Commit writes those files and reports them.
+	Finalize      bool `protobuf:"varint,6,opt,name=finalize,proto3" json:"finalize,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1804,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1817,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -1816,6 +1848,20 @@ func (x *BeginRequest) GetSigningKeyId() string {
 	return ""
 }
 
+func (x *BeginRequest) GetShards() []uint32 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *BeginRequest) GetFinalize() bool {
+	if x != nil {
+		return x.Finalize
+	}
+	return false
+}
+
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1829,7 +1875,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1887,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1900,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1911,7 +1957,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +1969,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +1982,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -1979,7 +2025,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2037,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2050,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2039,7 +2085,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2097,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2110,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2097,7 +2143,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2155,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_0_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_1_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2168,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_0_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2132,11 +2178,11 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_0_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_1_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_0_proto_rawDesc = "" +
+const file_sluice_plugin_1_1_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.0.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x17sluice_plugin_1.1.proto\x12\x10sluice.plugin.v1\"\a\n" +
 	"\x05Empty\"^\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
@@ -2255,19 +2301,24 @@ const file_sluice_plugin_1_0_proto_rawDesc = "" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
-	"\atensors\x18\x03 \x01(\rR\atensors\"\x88\x02\n" +
+	"\atensors\x18\x03 \x01(\rR\atensors\"\xa8\x02\n" +
 	"\fPlanResponse\x126\n" +
 	"\aconvert\x18\x01 \x03(\v2\x1c.sluice.plugin.v1.ConversionR\aconvert\x12.\n" +
 	"\x04drop\x18\x02 \x03(\v2\x1a.sluice.plugin.v1.DecisionR\x04drop\x123\n" +
 	"\x05files\x18\x03 \x03(\v2\x1d.sluice.plugin.v1.PlannedFileR\x05files\x120\n" +
 	"\x05notes\x18\x04 \x03(\v2\x1a.sluice.plugin.v1.DecisionR\x05notes\x12)\n" +
-	"\x10embeds_signature\x18\x05 \x01(\bR\x0fembedsSignature\"\xa7\x01\n" +
+	"\x10embeds_signature\x18\x05 \x01(\bR\x0fembedsSignature\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x06 \x01(\bR\n" +
+	"partitions\"\xdb\x01\n" +
 	"\fBeginRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.sluice.plugin.v1.ManifestR\bmanifest\x12\x1f\n" +
 	"\vsigning_key\x18\x03 \x01(\fR\n" +
 	"signingKey\x12$\n" +
-	"\x0esigning_key_id\x18\x04 \x01(\tR\fsigningKeyId\"|\n" +
+	"\x0esigning_key_id\x18\x04 \x01(\tR\fsigningKeyId\x12\x16\n" +
+	"\x06shards\x18\x05 \x03(\rR\x06shards\x12\x1a\n" +
+	"\bfinalize\x18\x06 \x01(\bR\bfinalize\"|\n" +
 	"\fWriteRequest\x124\n" +
 	"\x05start\x18\x01 \x01(\v2\x1c.sluice.plugin.v1.WriteStartH\x00R\x05start\x12/\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x17.sluice.plugin.v1.ChunkH\x00R\x05chunkB\x05\n" +
@@ -2305,20 +2356,20 @@ const file_sluice_plugin_1_0_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_0_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_0_proto_rawDescData []byte
+	file_sluice_plugin_1_1_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_1_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_0_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_0_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_0_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_0_proto_rawDesc), len(file_sluice_plugin_1_0_proto_rawDesc)))
+func file_sluice_plugin_1_1_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_1_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_1_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_1_proto_rawDesc), len(file_sluice_plugin_1_1_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_0_proto_rawDescData
+	return file_sluice_plugin_1_1_proto_rawDescData
 }
 
-var file_sluice_plugin_1_0_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_0_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
-var file_sluice_plugin_1_0_proto_goTypes = []any{
+var file_sluice_plugin_1_1_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_1_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_sluice_plugin_1_1_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2355,7 +2406,7 @@ var file_sluice_plugin_1_0_proto_goTypes = []any{
 	(*CommitResponse)(nil),   // 33: sluice.plugin.v1.CommitResponse
 	nil,                      // 34: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_0_proto_depIdxs = []int32{
+var file_sluice_plugin_1_1_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -2411,20 +2462,20 @@ var file_sluice_plugin_1_0_proto_depIdxs = []int32{
 	0,  // [0:24] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_0_proto_init() }
-func file_sluice_plugin_1_0_proto_init() {
-	if File_sluice_plugin_1_0_proto != nil {
+func init() { file_sluice_plugin_1_1_proto_init() }
+func file_sluice_plugin_1_1_proto_init() {
+	if File_sluice_plugin_1_1_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_0_proto_msgTypes[18].OneofWrappers = []any{
+	file_sluice_plugin_1_1_proto_msgTypes[18].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_0_proto_msgTypes[21].OneofWrappers = []any{
+	file_sluice_plugin_1_1_proto_msgTypes[21].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_0_proto_msgTypes[28].OneofWrappers = []any{
+	file_sluice_plugin_1_1_proto_msgTypes[28].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 	}
@@ -2432,18 +2483,18 @@ func file_sluice_plugin_1_0_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_0_proto_rawDesc), len(file_sluice_plugin_1_0_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_1_proto_rawDesc), len(file_sluice_plugin_1_1_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_0_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_0_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_0_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_0_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_1_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_1_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_1_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_1_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_0_proto = out.File
-	file_sluice_plugin_1_0_proto_goTypes = nil
-	file_sluice_plugin_1_0_proto_depIdxs = nil
+	File_sluice_plugin_1_1_proto = out.File
+	file_sluice_plugin_1_1_proto_goTypes = nil
+	file_sluice_plugin_1_1_proto_depIdxs = nil
 }

@@ -1,8 +1,17 @@
-// Sluice plugin protocol, version 1.0.
+// Sluice plugin protocol, version 1.1: version 1.0 plus partitioned sinks.
 //
-// This file is frozen once released: later minors add new files
-// (sluice_plugin_1.1.proto …) with additive changes only, announced through
-// Capabilities, never inferred from version numbers.
+// Every minor is a file of its own and is frozen once released; the Go code
+// in this package is generated from the newest one. A minor only adds fields
+// and messages that an older peer ignores (protobuf skips unknown fields), and
+// a peer uses an addition only when the other side announced it, never
+// because of a version number. Plugins built against 1.0 therefore run under
+// a 1.1 host, and the reverse.
+//
+// Added in 1.1:
+//   - PlanResponse.partitions: the sink can write a subset of its shards and
+//     finish the set later;
+//   - BeginRequest.shards and BeginRequest.finalize: the host asks for that
+//     subset, or for the files that describe the whole set.
 //
 // Control travels over gRPC (hashicorp/go-plugin). Tensor bytes travel
 // beside it when both ends share a machine: as file references (bytes that
@@ -14,7 +23,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.0.proto
+// source: sluice_plugin_1.1.proto
 
 package pluginv1
 
@@ -171,7 +180,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.0.proto",
+	Metadata: "sluice_plugin_1.1.proto",
 }
 
 const (
@@ -390,7 +399,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.0.proto",
+	Metadata: "sluice_plugin_1.1.proto",
 }
 
 const (
@@ -687,5 +696,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.0.proto",
+	Metadata: "sluice_plugin_1.1.proto",
 }
