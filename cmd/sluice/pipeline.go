@@ -42,6 +42,7 @@ type loaded struct {
 func (a *app) load(path string, vf varFlags, h *host.Host) (*pipeline.Pipeline, error) {
 	p, diags := pipeline.Load(path, pipeline.Options{Vars: vf.vars, VarFiles: vf.varFiles, Environ: os.Environ()})
 	if !diags.HasErrors() {
+		h.SetPins(p.PinnedDigests())
 		diags = append(diags, p.Decode(h)...)
 	}
 	if len(diags) > 0 {

@@ -75,6 +75,8 @@ type External struct {
 	Path   string
 	SHA256 string
 	Info   *plugin.Info
+	// Err is why the plugin could not be started, if it could not.
+	Err error
 }
 
 // New returns a Host.
@@ -91,6 +93,19 @@ func (h *Host) Close() error {
 		delete(h.running, name)
 	}
 	return nil
+}
+
+// SetPins adds pinned sha256 digests of plugin binaries (plugin name → hex),
+// e.g. from a pipeline's sluice block. Call it before any plugin starts.
+func (h *Host) SetPins(pins map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.opts.Pins == nil {
+		h.opts.Pins = map[string]string{}
+	}
+	for k, v := range pins {
+		h.opts.Pins[k] = v
+	}
 }
 
 // Builtins returns the built-in table.
@@ -242,7 +257,7 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 		cmd.Env = pluginEnv()
 		return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q", name), SHA256: h.pin(name)})
 	}
-	h.Externals()
+	h.scan()
 	h.mu.Lock()
 	e, ok := h.external[name]
 	h.mu.Unlock()
@@ -255,7 +270,9 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 }
 
 func (h *Host) pin(name string) []byte {
+	h.mu.Lock()
 	s, ok := h.opts.Pins[name]
+	h.mu.Unlock()
 	if !ok {
 		return nil
 	}
@@ -281,9 +298,9 @@ func pluginEnv() []string {
 	return env
 }
 
-// Externals lists the third-party plugin binaries on the plugin path,
-// starting each once to learn what it serves.
-func (h *Host) Externals() []*External {
+// scan finds the third-party plugin binaries on the plugin path, once,
+// without starting them.
+func (h *Host) scan() {
 	h.discover.Do(func() {
 		for _, dir := range h.opts.PluginPath {
 			entries, err := os.ReadDir(dir)
@@ -309,10 +326,18 @@ func (h *Host) Externals() []*External {
 				}
 				ext := &External{Name: name, Path: p}
 				ext.SHA256, _ = FileSHA256(p)
+				h.mu.Lock()
 				h.external[name] = ext
+				h.mu.Unlock()
 			}
 		}
 	})
+}
+
+// Externals lists the third-party plugin binaries on the plugin path,
+// starting each once to learn what it serves.
+func (h *Host) Externals() []*External {
+	h.scan()
 	h.mu.Lock()
 	var out []*External
 	for _, e := range h.external {
@@ -326,11 +351,24 @@ func (h *Host) Externals() []*External {
 		}
 		inst, err := h.Instance(context.Background(), e.Name)
 		if err != nil {
+			e.Err = err
 			continue
 		}
 		e.Info = inst.Info()
 	}
 	return out
+}
+
+// Unavailable explains why no plugin provides a stage type when some
+// third-party plugin could not be started; "" otherwise.
+func (h *Host) Unavailable(kind pipeline.Kind, typ string) string {
+	var reasons []string
+	for _, e := range h.Externals() {
+		if e.Err != nil {
+			reasons = append(reasons, e.Err.Error())
+		}
+	}
+	return strings.Join(reasons, "; ")
 }
 
 // FileSHA256 returns the hex sha256 of a file.

@@ -39,6 +39,11 @@ func (p *Pipeline) Decode(specs Specs) hcl.Diagnostics {
 			} else if len(types) > 0 {
 				detail += " Known types: " + strings.Join(types, ", ") + "."
 			}
+			if u, ok := specs.(interface{ Unavailable(Kind, string) string }); ok {
+				if why := u.Unavailable(s.Kind, s.Type); why != "" {
+					detail += " Plugins that could not be started: " + why
+				}
+			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown " + s.Kind.String() + " type",
 				Detail: detail, Subject: s.DeclRange.Ptr()})
 			continue

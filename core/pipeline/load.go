@@ -16,6 +16,7 @@ import (
 
 var topSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "sluice"},
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 		{Type: "source", LabelNames: []string{"type", "name"}},
@@ -78,6 +79,9 @@ func load(parser *hclparse.Parser, files []*hcl.File, dir string, opts Options, 
 		return p, diags
 	}
 
+	pins, d := decodePins(blocks.OfType("sluice"))
+	diags = append(diags, d...)
+	p.Plugins = pins
 	vars, d := decodeVariables(blocks.OfType("variable"), opts, parser)
 	diags = append(diags, d...)
 	p.Variables = vars

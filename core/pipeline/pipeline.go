@@ -48,6 +48,17 @@ type Pipeline struct {
 	EvalContext *hcl.EvalContext
 	// Digest is the SHA-256 of the pipeline files' bytes, in name order.
 	Digest string
+	// Plugins holds the plugin pins of the sluice block, by plugin name.
+	Plugins map[string]PluginPin
+}
+
+// PluginPin pins a third-party plugin binary to a digest: a binary that does
+// not match is not started.
+type PluginPin struct {
+	Name string
+	// SHA256 is the hex digest the binary must have.
+	SHA256 string
+	Range  hcl.Range
 }
 
 // Stage is one source, transform or sink block.
