@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,6 +30,13 @@ type Sink struct {
 	dtype tensor.DType
 
 	plan *sinkPlan
+	// outIdx holds, for each file being written, its index in plan.outputs.
+	outIdx []int
+	// partial is set when Begin was asked for some shards only: the index
+	// and side files are left to a finalize run.
+	partial bool
+	// finalize is set when Begin was asked for the whole-set files only.
+	finalize bool
 	// ties maps each tied tensor the plan drops to the tensor kept; like
 	// Hugging Face's conversion, they are recorded in the metadata.
 	ties   map[string]string
@@ -81,7 +89,7 @@ func (s *Sink) writeHFFiles() bool { return s.cfg.HFFiles == nil || *s.cfg.HFFil
 
 // Plan decides conversions, drops and the files to write.
 func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan, error) {
-	p := &plugin.SinkPlan{}
+	p := &plugin.SinkPlan{Partitions: true}
 	out := in.Clone()
 	kept := out.Tensors[:0]
 	s.ties = map[string]string{}
@@ -263,20 +271,31 @@ func encodeIndex(total uint64, weightMap map[string]string) ([]byte, error) {
 }
 
 // Begin creates every output under a temporary name and writes the headers.
-func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOptions) error {
+// With opts.Shards it creates only those shards' files; with opts.Finalize
+// none: Commit then writes the index and side files of a set whose shards
+// earlier runs wrote.
+func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginOptions) error {
 	sp, _, err := s.layout(m)
 	if err != nil {
 		return err
 	}
 	s.plan = sp
 	s.places = map[string]place{}
-	for _, o := range sp.outputs {
+	want, err := s.selectShards(opts)
+	if err != nil {
+		return err
+	}
+	for i, o := range sp.outputs {
+		if !want[i] {
+			continue
+		}
 		f, err := atomicfile.Create(o.path, int64(o.layout.FileSize()))
 		if err != nil {
 			s.Abort(ctx)
 			return err
 		}
 		s.files = append(s.files, f)
+		s.outIdx = append(s.outIdx, i)
 		if _, err := f.WriteAt(o.layout.Prefix, 0); err != nil {
 			s.Abort(ctx)
 			return fmt.Errorf("writing header of %s: %w", o.path, err)
@@ -287,6 +306,43 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOpti
 		}
 	}
 	return nil
+}
+
+// selectShards returns which planned outputs Begin creates (by index in
+// plan.outputs). For a finalize run it checks that every shard file is in
+// place with its planned size.
+func (s *Sink) selectShards(opts plugin.BeginOptions) (map[int]bool, error) {
+	outs := s.plan.outputs
+	want := map[int]bool{}
+	switch {
+	case opts.Finalize:
+		if len(opts.Shards) > 0 {
+			return nil, fmt.Errorf("safetensors sink %s: a finalize run writes no shards, but shards %v were asked for", s.cfg.Path, opts.Shards)
+		}
+		s.finalize = true
+		for _, o := range outs {
+			fi, err := os.Stat(o.path)
+			if err != nil {
+				return nil, &plugin.InputError{File: o.path, Msg: "cannot finalize the shard set: this shard was not written (run every partition first)", Err: err}
+			}
+			if uint64(fi.Size()) != o.layout.FileSize() {
+				return nil, &plugin.InputError{File: o.path, Msg: fmt.Sprintf("cannot finalize the shard set: this shard has %d bytes, the plan says %d", fi.Size(), o.layout.FileSize())}
+			}
+		}
+	case len(opts.Shards) > 0:
+		s.partial = true
+		for _, i := range opts.Shards {
+			if i < 1 || i > len(outs) {
+				return nil, fmt.Errorf("safetensors sink %s: shard %d asked for, the set has %d", s.cfg.Path, i, len(outs))
+			}
+			want[i-1] = true
+		}
+	default:
+		for i := range outs {
+			want[i] = true
+		}
+	}
+	return want, nil
 }
 
 // Write copies one tensor to its planned place.
@@ -314,7 +370,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, err
 		}
-		arts = append(arts, plugin.Artifact{Path: f.FinalPath(), Size: s.plan.outputs[i].layout.FileSize()})
+		arts = append(arts, plugin.Artifact{Path: f.FinalPath(), Size: s.plan.outputs[s.outIdx[i]].layout.FileSize()})
+	}
+	if s.partial {
+		s.done = true
+		return arts, nil
 	}
 	extra := map[string][]byte{}
 	if s.plan.index != nil {
