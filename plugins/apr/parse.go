@@ -206,9 +206,13 @@ func parseAprender(s *seqReader, h aprenderHeader, limit int64) (*Info, error) {
 		return nil, err
 	}
 	for i := 0; i < int(h.TensorCount); i++ {
+		at := s.off
 		t, err := readEntry(s, h.DataOffset, true)
 		if err != nil {
 			return nil, err
+		}
+		if t.Name == "" {
+			return nil, s.errorf(at, "tensor index entry %d has an empty name (the header claims %d tensors; is the count wrong?)", i, h.TensorCount)
 		}
 		in.Tensors = append(in.Tensors, t)
 	}
