@@ -42,6 +42,9 @@ type Sink struct {
 	files   []*atomicfile.File
 	targets map[string]*target
 	done    bool
+	// finalize is set by a Begin that asked for the whole-set files only: a
+	// split set has none, so Commit writes nothing.
+	finalize bool
 }
 
 // target is where one incoming tensor goes.
@@ -390,7 +393,9 @@ func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan,
 	if err != nil {
 		return nil, err
 	}
-	p := &plugin.SinkPlan{Convert: out.convert, Drop: out.drops, Notes: out.notes}
+	// Every file of a split set stands alone (split.* keys in each, no
+	// index), so shards can be written by separate runs.
+	p := &plugin.SinkPlan{Convert: out.convert, Drop: out.drops, Notes: out.notes, Partitions: true}
 	for _, f := range out.files {
 		p.Files = append(p.Files, plugin.PlannedFile{Path: f.path, Size: f.layout.FileSize, Tensors: len(f.specs)})
 	}
@@ -411,11 +416,27 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.files != nil {
+	if s.files != nil || s.finalize {
 		return fmt.Errorf("gguf sink %s: Begin called twice", s.cfg.Path)
 	}
 	s.targets = map[string]*target{}
-	for fi, f := range out.files {
+	if opts.Finalize {
+		// A split set has no index: every shard already carries split.*.
+		s.finalize = true
+		return nil
+	}
+	want := map[int]bool{}
+	for _, i := range opts.Shards {
+		if i < 1 || i > len(out.files) {
+			return fmt.Errorf("gguf sink %s: shard %d asked for, the set has %d", s.cfg.Path, i, len(out.files))
+		}
+		want[i-1] = true
+	}
+	for k, f := range out.files {
+		if len(want) > 0 && !want[k] {
+			continue
+		}
+		fi := len(s.files)
 		af, err := atomicfile.Create(f.path, int64(f.layout.FileSize))
 		if err != nil {
 			s.abortLocked()
@@ -515,6 +536,10 @@ func (w *sectionWriter) Write(p []byte) (int, error) {
 func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.finalize && !s.done {
+		s.done = true
+		return nil, nil
+	}
 	if s.files == nil || s.done {
 		return nil, fmt.Errorf("gguf sink %s: Commit without Begin", s.cfg.Path)
 	}
