@@ -5,15 +5,21 @@
 //
 // The output is deterministic: the same bytes on every machine, so the copy
 // committed under testdata/sample can be checked against the generator.
-// Tests use Write to build checkpoints of other shapes.
+// Tests use Write to build checkpoints of other shapes, and the benchmark
+// (bench/) uses it for llama-shaped checkpoints of many GiB: Write streams,
+// so its memory does not grow with the checkpoint.
 package sample
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-ml/sluice/sdk/codec"
 	st "github.com/sluice-ml/sluice/sdk/safetensors"
@@ -91,7 +97,9 @@ func (r *rng) normal() float64 {
 }
 
 // values returns the float32 values of one tensor: norms are ones plus a
-// little noise, other weights N(0, 0.02).
+// little noise, other weights N(0, 0.02). It is the reference for the
+// streaming generator, which produces the same values without holding a
+// whole tensor.
 func (c Config) values(t Tensor, r *rng) []float32 {
 	n := 1
 	for _, d := range t.Shape {
@@ -109,7 +117,31 @@ func (c Config) values(t Tensor, r *rng) []float32 {
 	return v
 }
 
-// Write generates the checkpoint into dir.
+// draws is the number of generator steps one value takes (Box–Muller uses
+// two uniforms and keeps one normal).
+const draws = 2
+
+// fill writes the values of elements [first, first+len(v)) of the stream
+// that starts at seed. splitmix64 advances its state by a constant per step,
+// so any element can be reached directly, and parts of a tensor can be
+// generated in parallel with the same result as one sequential pass.
+func fill(v []float32, seed, first uint64, norm bool) {
+	r := &rng{s: seed + first*draws*0x9e3779b97f4a7c15}
+	for i := range v {
+		x := r.normal() * 0.02
+		if norm {
+			x += 1
+		}
+		v[i] = float32(x)
+	}
+}
+
+// chunkElems is how many values one generating goroutine makes at a time.
+var chunkElems = 1 << 20
+
+// Write generates the checkpoint into dir. Tensors are generated piece by
+// piece, on every core, and written at their planned offsets, so memory
+// stays at a few MiB per core whatever the checkpoint's size.
 func Write(dir string, c Config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -132,27 +164,36 @@ func Write(dir string, c Config) error {
 			return err
 		}
 	}
-	r := &rng{s: c.Seed}
 	tensors := c.Tensors()
-	data := map[string][]byte{}
-	for _, t := range tensors {
-		vals := c.values(t, r)
-		n, _ := c.DType.ByteSize(uint64(len(vals)))
-		b := make([]byte, n)
-		if err := codec.EncodeFloat32(c.DType, b, vals); err != nil {
-			return err
+	sizes := make([]uint64, len(tensors))
+	for i, t := range tensors {
+		if sizes[i], err = c.DType.ShapeByteSize(t.Shape); err != nil {
+			return fmt.Errorf("sample: tensor %s: %w", t.Name, err)
 		}
-		data[t.Name] = b
 	}
 	shards := max(c.Shards, 1)
 	per := (len(tensors) + shards - 1) / shards
 	weightMap := map[string]string{}
 	var total uint64
+	// Where each tensor goes: its file and offset.
+	type place struct {
+		f   *os.File
+		off int64
+	}
+	places := make([]place, len(tensors))
+	var outs []*os.File
+	defer func() {
+		for _, f := range outs {
+			f.Close()
+		}
+	}()
 	for s := 0; s < shards; s++ {
 		lo, hi := s*per, min((s+1)*per, len(tensors))
 		var entries []st.Tensor
-		for _, t := range tensors[lo:hi] {
-			entries = append(entries, st.Tensor{Name: t.Name, DType: c.DType, Shape: t.Shape, Size: uint64(len(data[t.Name]))})
+		index := map[string]int{}
+		for i, t := range tensors[lo:hi] {
+			entries = append(entries, st.Tensor{Name: t.Name, DType: c.DType, Shape: t.Shape, Size: sizes[lo+i]})
+			index[t.Name] = lo + i
 		}
 		l, err := st.PlanLayout(entries, map[string]string{"format": "pt"})
 		if err != nil {
@@ -162,16 +203,34 @@ func Write(dir string, c Config) error {
 		if shards > 1 {
 			name = fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
 		}
-		buf := append([]byte(nil), l.Prefix...)
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		outs = append(outs, f)
+		if _, err := f.Write(l.Prefix); err != nil {
+			return fmt.Errorf("sample: writing %s: %w", name, err)
+		}
 		for _, e := range l.Tensors {
-			buf = append(buf, data[e.Name]...)
+			places[index[e.Name]] = place{f: f, off: int64(len(l.Prefix)) + int64(e.Begin)}
 			weightMap[e.Name] = name
 			total += e.Size()
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
+	}
+	var first uint64
+	for i, t := range tensors {
+		n := sizes[i] / uint64(c.elemBytes())
+		if err := c.generate(places[i].f, places[i].off, n, first, len(t.Shape) == 1); err != nil {
+			return fmt.Errorf("sample: tensor %s: %w", t.Name, err)
+		}
+		first += n
+	}
+	for _, f := range outs {
+		if err := f.Close(); err != nil {
 			return err
 		}
 	}
+	outs = nil
 	if shards > 1 {
 		idx := map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}
 		if err := os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), mustJSON(idx), 0o644); err != nil {
@@ -179,6 +238,51 @@ func Write(dir string, c Config) error {
 		}
 	}
 	return nil
+}
+
+// elemBytes is the size of one value in the checkpoint's dtype.
+func (c Config) elemBytes() int {
+	n, _ := c.DType.ByteSize(1)
+	return int(n)
+}
+
+// generate writes n values, elements [first, first+n) of the checkpoint's
+// stream, at off in f: pieces of chunkElems values are made by one
+// goroutine per core and written in place.
+func (c Config) generate(f *os.File, off int64, n, first uint64, norm bool) error {
+	pieces := (n + uint64(chunkElems) - 1) / uint64(chunkElems)
+	workers := min(uint64(runtime.GOMAXPROCS(0)), pieces)
+	var next atomic.Uint64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	eb := uint64(c.elemBytes())
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vals := make([]float32, chunkElems)
+			buf := make([]byte, uint64(chunkElems)*eb)
+			for {
+				p := next.Add(1) - 1
+				if p >= pieces {
+					return
+				}
+				lo := p * uint64(chunkElems)
+				k := min(uint64(chunkElems), n-lo)
+				fill(vals[:k], c.Seed, first+lo, norm)
+				if err := codec.EncodeFloat32(c.DType, buf[:k*eb], vals[:k]); err != nil {
+					errs[w] = err
+					return
+				}
+				if _, err := f.WriteAt(buf[:k*eb], off+int64(lo*eb)); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (c Config) hfConfig() map[string]any {
