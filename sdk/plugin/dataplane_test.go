@@ -95,7 +95,7 @@ func (s *fileSink) Write(ctx context.Context, name string, data plugin.TensorDat
 	return plugin.CopyToFile(f, 0, data)
 }
 func (s *fileSink) Commit(ctx context.Context) ([]plugin.Artifact, error) { return nil, nil }
-func (s *fileSink) Abort(ctx context.Context) error                    { return nil }
+func (s *fileSink) Abort(ctx context.Context) error                       { return nil }
 
 // TestArenaDataPlaneUnderConcurrency moves many multi-chunk tensors through
 // the shared arena at once — reads into small pools, writes from them — and
