@@ -269,6 +269,9 @@ func (s *Source) describe(ctx context.Context) (*tensor.Manifest, error) {
 	s.refused = refused
 
 	m := &tensor.Manifest{}
+	// Hugging Face's pickle-to-safetensors conversion marks its output
+	// {"format": "pt"}; carrying the mark gives sinks the same metadata.
+	m.Metadata.Set("format", tensor.StringValue("pt"))
 	s.byName = make(map[string]located, len(kept))
 	for _, lt := range kept {
 		ti := tensor.TensorInfo{Name: lt.nt.name, DType: lt.nt.ref.dtype, Shape: append([]uint64{}, lt.nt.ref.shape...), Size: lt.l.size}

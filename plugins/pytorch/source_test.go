@@ -199,14 +199,14 @@ func TestHFDirectoryCarriesSideFiles(t *testing.T) {
 	if _, ok := m.Metadata.Get(tensor.MetaHFTokenizer); ok {
 		t.Errorf("tokenizer.json is absent but its key is set")
 	}
-	// A lone file carries nothing.
+	// A lone file carries only the "format" mark Hugging Face's conversion writes.
 	s2 := openSource(t, Config{Path: filepath.Join("testdata", "hf_single", "pytorch_model.bin")})
 	m2, err := s2.Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.Metadata.Len() != 0 {
-		t.Errorf("a lone checkpoint file got metadata %v", m2.Metadata.Keys())
+	if m2.Metadata.Len() != 1 || m2.Metadata.String("format") != "pt" {
+		t.Errorf("a lone checkpoint file got metadata %v, want only format=pt", m2.Metadata.Keys())
 	}
 }
 
