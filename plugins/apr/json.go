@@ -75,7 +75,7 @@ func parseMetadataJSON(data []byte) (tensor.Metadata, error) {
 			// A key spelled like our own convention holds a string; keep it
 			// as a raw JSON value so it is written back unchanged.
 			md.Delete(key)
-			md.Set(RawJSONPrefix+key, StringJSON(raw))
+			md.Set(RawJSONPrefix+key, stringJSON(raw))
 			continue
 		}
 		v, isRaw, err := jsonToValue(key, raw)
@@ -104,8 +104,8 @@ func parseMetadataJSON(data []byte) (tensor.Metadata, error) {
 	return md, nil
 }
 
-// StringJSON compacts a JSON text into a string value.
-func StringJSON(raw []byte) tensor.Value {
+// stringJSON compacts a JSON text into a string value.
+func stringJSON(raw []byte) tensor.Value {
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {
 		return tensor.StringValue(string(raw))
@@ -136,7 +136,7 @@ func jsonToValue(key string, raw json.RawMessage) (v tensor.Value, isRaw bool, e
 			return v, false, nil
 		}
 	}
-	return StringJSON(raw), true, nil
+	return stringJSON(raw), true, nil
 }
 
 func numberValue(key string, n json.Number) tensor.Value {

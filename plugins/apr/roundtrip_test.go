@@ -363,3 +363,16 @@ func TestTruncatedFile(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyModel(t *testing.T) {
+	for _, opts := range allLayouts {
+		mo := &model{data: map[string][]byte{}}
+		b := writeBytes(t, opts, mo)
+		if err := readEverything(b, t.TempDir()); err != nil {
+			t.Errorf("%s: %v", optsName(opts), err)
+		}
+		if err := streamEverything(b); err != nil {
+			t.Errorf("%s stream: %v", optsName(opts), err)
+		}
+	}
+}
