@@ -287,6 +287,9 @@ func parseHFTokenizer(tokJSON []byte, cfg, gen, tokCfg map[string]any) (*hfToken
 	if n, ok := jsonNumberValue(cfg["vocab_size"]).Uint(); ok && n > maxID && n <= maxVocab {
 		maxID = n
 	}
+	if maxID > uint64(len(byID))+1<<20 {
+		return nil, fmt.Errorf("tokenizer.json: ids up to %d for %d tokens leave too many gaps", maxID-1, len(byID))
+	}
 	t.vocab = make([]string, maxID)
 	t.types = make([]int32, maxID)
 	for i := range t.vocab {

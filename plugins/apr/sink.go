@@ -72,7 +72,28 @@ type Sink struct {
 	meta      *aprMeta
 	begun     bool
 	finished  bool
-	quantized []bool
+	cache     *metaCache
+}
+
+// metaCache keeps the metadata derived in Plan for Begin, which gets the
+// same manifest (deriving a large tokenizer twice costs seconds).
+type metaCache struct {
+	md            tensor.Metadata
+	total, params uint64
+	meta          *aprMeta
+}
+
+// metaFor derives the output metadata of m, reusing Plan's work.
+func (s *Sink) metaFor(m *tensor.Manifest) (*aprMeta, error) {
+	if c := s.cache; c != nil && c.total == m.TotalSize() && c.params == m.Params() && c.md.Equal(&m.Metadata) {
+		return c.meta, nil
+	}
+	meta, err := buildMeta(m)
+	if err != nil {
+		return nil, err
+	}
+	s.cache = &metaCache{md: m.Metadata.Clone(), total: m.TotalSize(), params: m.Params(), meta: meta}
+	return meta, nil
 }
 
 type slot struct {
@@ -168,7 +189,7 @@ func (s *Sink) Plan(_ context.Context, in *tensor.Manifest) (*plugin.SinkPlan, e
 	if len(refused) > 0 {
 		return nil, &plugin.InputError{File: s.path, Msg: "tensors the APR sink refuses: " + strings.Join(refused, "; ")}
 	}
-	meta, err := buildMeta(conv)
+	meta, err := s.metaFor(conv)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +255,7 @@ func (s *Sink) Begin(_ context.Context, m *tensor.Manifest, _ plugin.BeginOption
 			return &plugin.InputError{File: s.path, Tensor: m.Tensors[i].Name, Msg: fmt.Sprintf("dtype %s arrived unconverted; the APR sink writes only f32, f16, bf16, q4_K, q6_K, apr_q4 and apr_q8", m.Tensors[i].DType)}
 		}
 	}
-	meta, err := buildMeta(m)
+	meta, err := s.metaFor(m)
 	if err != nil {
 		return err
 	}
