@@ -66,13 +66,13 @@ type Sink struct {
 	path string
 	opts WriteOptions
 
-	mu        sync.Mutex
-	files     []*outFile
-	slots     map[string]slot
-	meta      *aprMeta
-	begun     bool
-	finished  bool
-	cache     *metaCache
+	mu       sync.Mutex
+	files    []*outFile
+	slots    map[string]slot
+	meta     *aprMeta
+	begun    bool
+	finished bool
+	cache    *metaCache
 }
 
 // metaCache keeps the metadata derived in Plan for Begin, which gets the
