@@ -317,7 +317,7 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 		return s.c.err(err)
 	}
 	start := &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size()}
-	if ref, ok := data.File(); ok {
+	if ref, ok := data.File(); ok && s.c.info.FileRefs {
 		start.File = &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}
 	}
 	if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}}); err != nil {

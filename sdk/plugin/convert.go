@@ -151,7 +151,8 @@ func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
 }
 
 func infoFromProto(p *pb.GetInfoResponse) *Info {
-	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor), Arena: p.GetCapabilities().GetArena()}
+	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor),
+		Arena: p.GetCapabilities().GetArena(), FileRefs: p.GetCapabilities().GetFileRef()}
 	for _, c := range p.Components {
 		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
 		switch c.Kind {

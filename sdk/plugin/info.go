@@ -24,6 +24,9 @@ type Info struct {
 	Sinks         []ComponentInfo
 	// Arena reports that the plugin mapped the host's shared arena.
 	Arena bool
+	// FileRefs reports that the plugin reads file references itself; a
+	// plugin that does not is sent the bytes instead.
+	FileRefs bool
 }
 
 // ComponentInfo describes one source or sink type.
@@ -52,7 +55,7 @@ func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
 
 // Info describes the plugin as a client would see it.
 func (p *Plugin) Info() *Info {
-	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor}
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true}
 	for _, s := range p.Sources {
 		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
 	}
