@@ -1,30 +1,39 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/pipeline"
+	"github.com/sluice-ml/sluice/core/plan"
 	"github.com/sluice-ml/sluice/core/run"
+	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
 type convertFlags struct {
 	dtype         string
 	shard         string
-	key           string
+	keys          keyFlags
 	arch          string
 	layout        string
 	format        string
 	printPipeline bool
+	planOnly      bool
 }
+
+// signingKeyVar is the sensitive variable that carries --key into the
+// pipeline convert builds.
+const signingKeyVar = "signing_key"
 
 func (a *app) convertCommand() *cobra.Command {
 	var cf convertFlags
@@ -32,13 +41,26 @@ func (a *app) convertCommand() *cobra.Command {
 		Use:   "convert IN OUT",
 		Short: "Convert one checkpoint to another format (a one-stage pipeline built from flags)",
 		Long: `convert detects the input format by content and picks the output format by the
-output's file name (or --format). It builds the same plan a pipeline would;
---print-pipeline prints that pipeline, so a one-off conversion can become a
-scheduled job.`,
+output's file name (or --format). IN may be a file, an index, any shard of a
+set or a Hugging Face directory.
+
+It builds the pipeline a pipeline file would hold and runs it: --dtype
+becomes the sink's dtype when the output format has one (gguf, safetensors),
+else a quantize stage; --shard the sink's shard size when it has one (apsim),
+else a shard stage; --key, --key-file or --user-key a sign stage (apsim embeds
+the signature; other formats get NAME.sig beside each file). Formats that
+cannot hold a dtype expand it (to f32) and say so in the plan.
+
+--print-pipeline prints that pipeline as HCL instead of running it, so a
+one-off conversion can become a scheduled job; --plan shows what would be
+done, tensor by tensor, without writing anything. Keys never appear in
+either: the pipeline reads them from the sensitive variable signing_key
+(SLUICE_VAR_signing_key).`,
 		Example: `  sluice convert model.safetensors model.gguf --dtype q4_0
   sluice convert model.gguf model.apsim --shard 2GB --key "team secret"
   sluice convert model.apsim model.safetensors
-  sluice convert ./Llama-3-8B out/llama.gguf --arch auto --dtype q8_0 --print-pipeline`,
+  sluice convert ./Llama-3-8B out/llama.gguf --arch auto --dtype q8_0
+  sluice convert ./Llama-3-8B out/llama.gguf --arch auto --print-pipeline > llama.hcl`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := host.New(host.Options{Builtins: builtins, InProcess: true, PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv))})
@@ -52,25 +74,27 @@ scheduled job.`,
 				return err
 			}
 			env := os.Environ()
-			if cf.key != "" {
-				env = append(env, pipeline.EnvPrefix+"signing_key="+cf.key)
+			if cf.keys.key != "" {
+				env = append(env, pipeline.EnvPrefix+signingKeyVar+"="+cf.keys.key)
 			}
-			return a.runSource(cmd, "convert.hcl", src, env)
+			return a.runConvert(cmd, src, env, cf.planOnly)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cf.dtype, "dtype", "", "output dtype: f32, f16, bf16, q8_0, q4_0, … (what the output format supports)")
+	f.StringVar(&cf.dtype, "dtype", "", "output dtype: f32, f16, bf16, q8_0, q4_0, q4_K … (what the output format supports)")
 	f.StringVar(&cf.shard, "shard", "", "split the output into shards of at most this size, e.g. 2GB or 512MiB")
-	f.StringVar(&cf.key, "key", "", "sign the output with this shared secret (HMAC-SHA256)")
+	cf.keys.add(cmd, "sign the output")
 	f.StringVar(&cf.arch, "arch", "", "GGUF architecture: a name, or auto to convert a Hugging Face checkpoint as llama.cpp does")
 	f.StringVar(&cf.layout, "layout", "", "APR layout: aprender (default) or spec")
 	f.StringVar(&cf.format, "format", "", "output format (sink type), when the file name does not tell")
 	f.BoolVar(&cf.printPipeline, "print-pipeline", false, "print the equivalent pipeline as HCL instead of running it")
+	f.BoolVar(&cf.planOnly, "plan", false, "show the plan (every per-tensor decision and output file) without writing anything")
 	return cmd
 }
 
 // convertPipeline writes the pipeline a convert command stands for.
 func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, cf convertFlags) ([]byte, error) {
+	in, _ = resolveInput(in)
 	srcType, err := detectSource(cmd.Context(), h, in)
 	if err != nil {
 		return nil, err
@@ -83,27 +107,52 @@ func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, 
 	}
 	_, sinkInfo, ok := h.Provider(pipeline.Sink, sinkType)
 	if !ok {
-		return nil, configErr(fmt.Errorf("no plugin writes %q", sinkType))
+		return nil, configErr(fmt.Errorf("--format: no plugin writes %q (sinks: %s)", sinkType, strings.Join(h.Types(pipeline.Sink), ", ")))
 	}
 	sinkSchema, _ := sinkInfo.Sink(sinkType)
+	has := func(attr string) bool { _, ok := sinkSchema.Schema.Attribute(attr); return ok }
+	nkeys := 0
+	for _, set := range []bool{cf.keys.key != "", cf.keys.keyFile != "", cf.keys.userKey} {
+		if set {
+			nkeys++
+		}
+	}
+	if nkeys > 1 {
+		return nil, configErr(errors.New("give one of --key, --key-file and --user-key"))
+	}
 
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
-	body.AppendUnstructuredTokens(hclwrite.TokensForIdentifier(fmt.Sprintf("# sluice convert %s %s", in, out)))
+	comment := func(s string) {
+		body.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + s + "\n")}})
+	}
+	comment("Written by: " + convertCommandLine(in, out, cf))
+	if cf.keys.key != "" {
+		comment("The signing key is read from the sensitive variable signing_key:")
+		comment("set SLUICE_VAR_signing_key in the environment, or pass -var signing_key=….")
+	}
 	body.AppendNewline()
-	if cf.key != "" {
-		v := body.AppendNewBlock("variable", []string{"signing_key"}).Body()
+	for _, v := range []struct{ name, path, doc string }{{"input", in, "The checkpoint to read."}, {"output", out, "The file to write."}} {
+		vb := body.AppendNewBlock("variable", []string{v.name}).Body()
+		vb.SetAttributeRaw("type", hclwrite.TokensForIdentifier("string"))
+		vb.SetAttributeValue("default", cty.StringVal(absPath(v.path)))
+		vb.SetAttributeValue("description", cty.StringVal(v.doc))
+		body.AppendNewline()
+	}
+	if cf.keys.key != "" {
+		v := body.AppendNewBlock("variable", []string{signingKeyVar}).Body()
 		v.SetAttributeRaw("type", hclwrite.TokensForIdentifier("string"))
 		v.SetAttributeValue("sensitive", cty.True)
+		v.SetAttributeValue("description", cty.StringVal("HMAC-SHA256 key the outputs are signed with."))
 		body.AppendNewline()
 	}
 	sb := body.AppendNewBlock("source", []string{srcType, "in"}).Body()
-	sb.SetAttributeValue("path", cty.StringVal(absPath(in)))
+	sb.SetAttributeTraversal("path", traversal("var.input"))
 	body.AppendNewline()
 	input := "source.in"
-	sinkAttrs := map[string]cty.Value{"path": cty.StringVal(absPath(out))}
+	sinkAttrs := map[string]cty.Value{}
 	if cf.dtype != "" {
-		if _, ok := sinkSchema.Schema.Attribute("dtype"); ok {
+		if has("dtype") {
 			sinkAttrs["dtype"] = cty.StringVal(cf.dtype)
 		} else {
 			tb := body.AppendNewBlock("transform", []string{"quantize", "dtype"}).Body()
@@ -114,36 +163,85 @@ func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, 
 		}
 	}
 	if cf.shard != "" {
-		tb := body.AppendNewBlock("transform", []string{"shard", "shards"}).Body()
-		tb.SetAttributeTraversal("input", traversal(input))
-		tb.SetAttributeValue("max_size", cty.StringVal(cf.shard))
-		body.AppendNewline()
-		input = "transform.shards"
+		if has("shard") {
+			sinkAttrs["shard"] = cty.StringVal(cf.shard)
+		} else {
+			tb := body.AppendNewBlock("transform", []string{"shard", "shards"}).Body()
+			tb.SetAttributeTraversal("input", traversal(input))
+			tb.SetAttributeValue("max_size", cty.StringVal(cf.shard))
+			body.AppendNewline()
+			input = "transform.shards"
+		}
 	}
-	if cf.key != "" {
+	if nkeys == 1 {
 		tb := body.AppendNewBlock("transform", []string{"sign", "key"}).Body()
 		tb.SetAttributeTraversal("input", traversal(input))
-		tb.SetAttributeTraversal("key", traversal("var.signing_key"))
+		switch {
+		case cf.keys.key != "":
+			tb.SetAttributeTraversal("key", traversal("var."+signingKeyVar))
+		case cf.keys.keyFile != "":
+			tb.SetAttributeValue("key_file", cty.StringVal(absPath(cf.keys.keyFile)))
+		default:
+			tb.SetAttributeValue("user_key", cty.True)
+		}
 		body.AppendNewline()
 		input = "transform.key"
 	}
-	for flag, attr := range map[string]string{cf.arch: "architecture", cf.layout: "layout"} {
-		if flag == "" {
+	for _, o := range []struct{ flag, value, attr string }{{"--arch", cf.arch, "architecture"}, {"--layout", cf.layout, "layout"}} {
+		if o.value == "" {
 			continue
 		}
-		if _, ok := sinkSchema.Schema.Attribute(attr); !ok {
-			return nil, configErr(fmt.Errorf("the %s sink has no %s option", sinkType, attr))
+		if !has(o.attr) {
+			return nil, configErr(fmt.Errorf("%s: the %s format has no %s option (it applies to %s)", o.flag, sinkType, o.attr, sinksWith(h, o.attr)))
 		}
-		sinkAttrs[attr] = cty.StringVal(flag)
+		sinkAttrs[o.attr] = cty.StringVal(o.value)
 	}
 	kb := body.AppendNewBlock("sink", []string{sinkType, "out"}).Body()
 	kb.SetAttributeTraversal("input", traversal(input))
-	for _, k := range []string{"path", "dtype", "architecture", "layout"} {
+	kb.SetAttributeTraversal("path", traversal("var.output"))
+	for _, k := range []string{"dtype", "shard", "architecture", "layout"} {
 		if v, ok := sinkAttrs[k]; ok {
 			kb.SetAttributeValue(k, v)
 		}
 	}
 	return hclwrite.Format(f.Bytes()), nil
+}
+
+// convertCommandLine reconstructs the command, without the key's value.
+func convertCommandLine(in, out string, cf convertFlags) string {
+	parts := []string{"sluice", "convert", in, out}
+	for _, o := range []struct{ flag, value string }{
+		{"--dtype", cf.dtype}, {"--shard", cf.shard}, {"--arch", cf.arch}, {"--layout", cf.layout}, {"--format", cf.format}, {"--key-file", cf.keys.keyFile},
+	} {
+		if o.value != "" {
+			parts = append(parts, o.flag, o.value)
+		}
+	}
+	if cf.keys.key != "" {
+		parts = append(parts, "--key", "…")
+	}
+	if cf.keys.userKey {
+		parts = append(parts, "--user-key")
+	}
+	return strings.Join(parts, " ")
+}
+
+// sinksWith lists the sink types with an attribute.
+func sinksWith(h *host.Host, attr string) string {
+	var out []string
+	for _, t := range h.Types(pipeline.Sink) {
+		if _, info, ok := h.Provider(pipeline.Sink, t); ok {
+			if c, ok := info.Sink(t); ok {
+				if _, ok := c.Schema.Attribute(attr); ok {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no format"
+	}
+	return strings.Join(out, ", ")
 }
 
 func absPath(p string) string {
@@ -153,8 +251,10 @@ func absPath(p string) string {
 	return p
 }
 
-// runSource runs a pipeline held in memory.
-func (a *app) runSource(cmd *cobra.Command, name string, src []byte, env []string) error {
+// runConvert plans and runs the pipeline convert built. A stage's refusal
+// of an option is reported against the flag that set it, not against the
+// generated pipeline's line.
+func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, planOnly bool) error {
 	h, arena, heap, err := a.newHost()
 	if err != nil {
 		return err
@@ -162,7 +262,7 @@ func (a *app) runSource(cmd *cobra.Command, name string, src []byte, env []strin
 	pr := &prepared{h: h, arena: arena, heap: heap}
 	defer pr.close()
 	cwd, _ := os.Getwd()
-	p, diags := pipeline.LoadSource(name, src, cwd, pipeline.Options{Environ: env})
+	p, diags := pipeline.LoadSource("convert.hcl", src, cwd, pipeline.Options{Environ: env})
 	if !diags.HasErrors() {
 		diags = append(diags, p.Decode(h)...)
 	}
@@ -172,12 +272,54 @@ func (a *app) runSource(cmd *cobra.Command, name string, src []byte, env []strin
 	}
 	pr.p = p
 	if pr.sess, err = run.Open(cmd.Context(), p, h); err != nil {
-		return a.reportStageError(p, err)
+		return convertError(err)
 	}
 	if pr.pl, err = pr.sess.Plan(cmd.Context()); err != nil {
-		return a.reportStageError(p, err)
+		return convertError(err)
 	}
-	return a.execute(cmd.Context(), pr)
+	if planOnly {
+		if a.json {
+			return writeJSON(a.stdout, planJSON(pr.pl))
+		}
+		printPlan(a.stdout, pr.pl)
+		return nil
+	}
+	if err := a.execute(cmd.Context(), pr); err != nil {
+		return convertError(err)
+	}
+	return nil
+}
+
+// convertFlagOf maps a stage attribute of the pipeline convert builds to
+// the flag that set it.
+var convertFlagOf = map[string]string{
+	"sink.out/dtype":            "--dtype",
+	"transform.dtype/type":      "--dtype",
+	"sink.out/shard":            "--shard",
+	"transform.shards/":         "--shard",
+	"transform.shards/max_size": "--shard",
+	"sink.out/architecture":     "--arch",
+	"sink.out/layout":           "--layout",
+	"sink.out/path":             "OUT",
+	"source.in/path":            "IN",
+	"transform.key/key":         "--key",
+	"transform.key/key_file":    "--key-file",
+	"transform.key/user_key":    "--user-key",
+}
+
+func convertError(err error) error {
+	var se *plan.StageError
+	if !errors.As(err, &se) {
+		return err
+	}
+	var ce *plugin.ConfigError
+	if errors.As(se.Err, &ce) {
+		if flag, ok := convertFlagOf[se.Stage.Addr()+"/"+ce.Attribute]; ok {
+			return configErr(fmt.Errorf("%s: %s", flag, ce.Msg))
+		}
+		return configErr(fmt.Errorf("%s: %s", se.Stage.Addr(), ce.Error()))
+	}
+	return err
 }
 
 // traversal builds a reference such as source.in for hclwrite.

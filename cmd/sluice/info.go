@@ -1,126 +1,253 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-ml/sluice/core/host"
-	"github.com/sluice-ml/sluice/core/pipeline"
+	"github.com/sluice-ml/sluice/plugins/apsim"
 	"github.com/sluice-ml/sluice/sdk/bytesize"
-	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
+// infoSchema names the version of info's --json output. Fields are only ever
+// added within a version; docs/cli.md describes every field.
+const infoSchema = "sluice.info/v1"
+
+// Limits of what info shows of one metadata value unless --all is given.
+const (
+	maxTextValue  = 100  // characters of a value in the text output
+	maxJSONString = 4096 // bytes of a string in --json
+	maxJSONArray  = 64   // elements of an array in --json
+)
+
 func (a *app) infoCommand() *cobra.Command {
-	var all bool
+	var all, tree, isolate bool
 	cmd := &cobra.Command{
 		Use:   "info PATH",
 		Short: "Show a checkpoint's tensors, metadata and parameter count (headers only)",
 		Long: `info detects the format by content (not by extension) and reads only headers,
 so it is instant on any file size. PATH may be a file, a shard index, any
-shard of a set, or a Hugging Face directory.`,
+shard of a set, a Hugging Face directory, or the name a sharded output was
+given (model.apsim for model.apsim.index.json, model.gguf for
+model-00001-of-00003.gguf).
+
+It shows every tensor (name, dtype, shape, bytes), the metadata, the
+parameter count and the files that hold the data. --tree shows the parameter
+tree that the dotted tensor names spell, with repeated layers folded.
+--json prints the documented, stable schema "sluice.info/v1".
+
+Built-in format plugins run inside the sluice process for info; --isolate
+runs them as plugin processes, as run does.`,
 		Example: `  sluice info model.gguf
   sluice info model.apsim.index.json --json
-  sluice info ./Llama-3-8B`,
+  sluice info ./Llama-3-8B --tree
+  sluice info model-00002-of-00004.safetensors`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h := host.New(host.Options{Builtins: builtins, InProcess: a.inProcess, PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv))})
+			h := a.inspectHost(isolate)
 			defer h.Close()
-			typ, err := detectSource(ctx, h, args[0])
+			c, err := openCheckpoint(cmd.Context(), h, args[0])
 			if err != nil {
 				return err
 			}
-			m, err := describe(cmd, h, typ, args[0])
-			if err != nil {
-				return err
-			}
+			defer c.Close()
+			rep := newInfoReport(c, all, tree)
 			if a.json {
-				return writeJSON(a.stdout, manifestJSON(args[0], typ, m))
+				return writeJSON(a.stdout, rep)
 			}
-			printManifest(a, args[0], typ, m, all)
+			printInfo(a.stdout, c, rep, all, tree)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "show long metadata values in full")
+	cmd.Flags().BoolVar(&tree, "tree", false, "show the parameter tree instead of the flat tensor list")
+	cmd.Flags().BoolVar(&isolate, "isolate", false, "run the format plugin as its own process instead of inside sluice")
 	return cmd
 }
 
-// describe opens a source of the given type on path and describes it.
-func describe(cmd *cobra.Command, h *host.Host, typ, path string) (*tensor.Manifest, error) {
-	name, _, _ := h.Provider(pipeline.Source, typ)
-	inst, err := h.Instance(cmd.Context(), name)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := plugin.ConfigFrom(map[string]any{"path": path})
-	if err != nil {
-		return nil, err
-	}
-	src, err := inst.OpenSource(cmd.Context(), typ, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	return src.Describe(cmd.Context())
+// infoReport is the --json form of info, schema sluice.info/v1.
+type infoReport struct {
+	Schema      string         `json:"schema"`
+	Path        string         `json:"path"`
+	Read        string         `json:"read"`
+	Format      string         `json:"format"`
+	Files       []infoFile     `json:"files"`
+	TensorCount int            `json:"tensor_count"`
+	Parameters  uint64         `json:"parameters"`
+	Bytes       uint64         `json:"bytes"`
+	DTypes      []infoDType    `json:"dtypes"`
+	Metadata    []infoMetadata `json:"metadata"`
+	Tensors     []infoTensor   `json:"tensors"`
+	Tree        *infoNode      `json:"tree,omitempty"`
 }
 
-func printManifest(a *app, path, typ string, m *tensor.Manifest, all bool) {
-	w := a.stdout
-	fmt.Fprintf(w, "%s: %s, %d tensors, %s, %s parameters\n", path, typ, len(m.Tensors), bytesize.Human(m.TotalSize()), humanCount(m.Params()))
-	if m.Metadata.Len() > 0 {
-		fmt.Fprintln(w, "\nmetadata:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		m.Metadata.All(func(k string, v tensor.Value) bool {
-			s := v.String()
-			if !all && len(s) > 100 {
-				s = s[:97] + "…"
+// infoFile is one file that holds tensor data.
+type infoFile struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// infoDType sums the tensors of one dtype.
+type infoDType struct {
+	DType      string `json:"dtype"`
+	Tensors    int    `json:"tensors"`
+	Parameters uint64 `json:"parameters"`
+	Bytes      uint64 `json:"bytes"`
+}
+
+// infoMetadata is one metadata entry.
+type infoMetadata struct {
+	Key       string `json:"key"`
+	Type      string `json:"type"`
+	ElemType  string `json:"elem_type,omitempty"`
+	Length    *int   `json:"length,omitempty"`
+	Value     any    `json:"value"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// infoTensor is one tensor.
+type infoTensor struct {
+	Name       string            `json:"name"`
+	DType      string            `json:"dtype"`
+	Shape      []uint64          `json:"shape"`
+	Parameters uint64            `json:"parameters"`
+	Bytes      uint64            `json:"bytes"`
+	Attrs      map[string]string `json:"attrs,omitempty"`
+	File       *int              `json:"file,omitempty"`
+	Offset     *uint64           `json:"offset,omitempty"`
+}
+
+// infoNode is one node of the parameter tree.
+type infoNode struct {
+	Key        string      `json:"key"`
+	Tensor     string      `json:"tensor,omitempty"`
+	Parameters uint64      `json:"parameters"`
+	Bytes      uint64      `json:"bytes"`
+	Children   []*infoNode `json:"children,omitempty"`
+}
+
+func newInfoReport(c *checkpoint, all, tree bool) *infoReport {
+	m := c.Manifest
+	r := &infoReport{
+		Schema: infoSchema, Path: c.Arg, Read: c.Path, Format: c.Format,
+		Files: []infoFile{}, TensorCount: len(m.Tensors), Parameters: m.Params(), Bytes: m.TotalSize(),
+		DTypes: []infoDType{}, Metadata: []infoMetadata{}, Tensors: []infoTensor{},
+	}
+	fileIndex := map[string]int{}
+	dtypes := map[string]*infoDType{}
+	for i := range m.Tensors {
+		t := &m.Tensors[i]
+		n, _ := t.Elements()
+		e := infoTensor{Name: t.Name, DType: string(t.DType), Shape: nonNil(t.Shape), Parameters: n, Bytes: t.Size}
+		if len(t.Attrs) > 0 {
+			e.Attrs = t.Attrs
+		}
+		if loc := t.Location; loc != nil {
+			k, ok := fileIndex[loc.Path]
+			if !ok {
+				k = len(r.Files)
+				fileIndex[loc.Path] = k
+				size := int64(-1)
+				if fi, err := os.Stat(loc.Path); err == nil {
+					size = fi.Size()
+				}
+				r.Files = append(r.Files, infoFile{Path: loc.Path, Bytes: size})
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", k, v.Type(), s)
-			return true
-		})
-		tw.Flush()
+			off := loc.Offset
+			e.File, e.Offset = &k, &off
+		}
+		r.Tensors = append(r.Tensors, e)
+		d := dtypes[e.DType]
+		if d == nil {
+			d = &infoDType{DType: e.DType}
+			dtypes[e.DType] = d
+		}
+		d.Tensors++
+		d.Parameters += n
+		d.Bytes += t.Size
 	}
-	fmt.Fprintln(w, "\ntensors:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, t := range m.Tensors {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.DType, shapeText(t.Shape), bytesize.Human(t.Size))
+	for _, d := range dtypes {
+		r.DTypes = append(r.DTypes, *d)
 	}
-	tw.Flush()
-}
-
-// manifestJSON is the stable --json form of a manifest.
-func manifestJSON(path, typ string, m *tensor.Manifest) map[string]any {
-	meta := []map[string]any{}
+	sort.Slice(r.DTypes, func(i, j int) bool {
+		if r.DTypes[i].Bytes != r.DTypes[j].Bytes {
+			return r.DTypes[i].Bytes > r.DTypes[j].Bytes
+		}
+		return r.DTypes[i].DType < r.DTypes[j].DType
+	})
 	m.Metadata.All(func(k string, v tensor.Value) bool {
-		meta = append(meta, map[string]any{"key": k, "type": v.Type().String(), "value": valueJSON(v)})
+		r.Metadata = append(r.Metadata, metadataJSON(k, v, all))
 		return true
 	})
-	tensors := []map[string]any{}
-	for _, t := range m.Tensors {
-		e := map[string]any{"name": t.Name, "dtype": string(t.DType), "shape": t.Shape, "bytes": t.Size}
-		if len(t.Attrs) > 0 {
-			keys := make([]string, 0, len(t.Attrs))
-			for k := range t.Attrs {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			attrs := map[string]string{}
-			for _, k := range keys {
-				attrs[k] = t.Attrs[k]
-			}
-			e["attrs"] = attrs
-		}
-		tensors = append(tensors, e)
+	if tree {
+		r.Tree = treeJSON(paramTree(m), m)
 	}
-	return map[string]any{"path": path, "format": typ, "parameters": m.Params(), "bytes": m.TotalSize(), "metadata": meta, "tensors": tensors}
+	return r
 }
 
+func nonNil(s []uint64) []uint64 {
+	if s == nil {
+		return []uint64{}
+	}
+	return s
+}
+
+// metadataJSON renders one metadata entry; long strings and arrays are cut
+// unless all is set.
+func metadataJSON(k string, v tensor.Value, all bool) infoMetadata {
+	e := infoMetadata{Key: k, Type: v.Type().String()}
+	switch v.Type() {
+	case tensor.TypeArray:
+		e.ElemType = v.Elem().String()
+		n := v.Len()
+		e.Length = &n
+		if !all && n > maxJSONArray {
+			e.Truncated = true
+			n = maxJSONArray
+		}
+		if ss, ok := v.StringSlice(); ok {
+			e.Value = ss[:n]
+			break
+		}
+		items := make([]any, n)
+		for i := range items {
+			items[i] = valueJSON(v.Index(i))
+		}
+		e.Value = items
+	case tensor.TypeString:
+		s, _ := v.Str()
+		if !all && len(s) > maxJSONString {
+			s, e.Truncated = cutUTF8(s, maxJSONString), true
+		}
+		e.Value = s
+	default:
+		e.Value = valueJSON(v)
+	}
+	return e
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// valueJSON is the JSON value of a metadata value: numbers as numbers (f32
+// with float32 precision), non-finite floats as strings, arrays as lists.
 func valueJSON(v tensor.Value) any {
 	switch v.Type() {
 	case tensor.TypeString:
@@ -134,7 +261,11 @@ func valueJSON(v tensor.Value) any {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Sprint(f)
 		}
-		return f
+		bits := 64
+		if v.Type() == tensor.TypeF32 {
+			bits = 32
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, bits))
 	case tensor.TypeArray:
 		if ss, ok := v.StringSlice(); ok {
 			return ss
@@ -150,4 +281,226 @@ func valueJSON(v tensor.Value) any {
 	}
 	u, _ := v.Uint()
 	return u
+}
+
+func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
+	m := c.Manifest
+	fmt.Fprintf(w, "%s: %s, %d tensors, %s, %s parameters\n", c.Arg, c.Format, len(m.Tensors), bytesize.Human(m.TotalSize()), humanCount(m.Params()))
+	if c.Note != "" {
+		fmt.Fprintf(w, "(%s)\n", c.Note)
+	}
+	if len(r.DTypes) > 0 {
+		parts := make([]string, len(r.DTypes))
+		for i, d := range r.DTypes {
+			parts[i] = fmt.Sprintf("%s × %d (%s)", d.DType, d.Tensors, bytesize.Human(d.Bytes))
+		}
+		fmt.Fprintf(w, "dtypes: %s\n", strings.Join(parts, ", "))
+	}
+	if len(r.Files) > 1 {
+		fmt.Fprintf(w, "\nfiles:\n")
+		for _, f := range r.Files {
+			fmt.Fprintf(w, "  %s  %s\n", f.Path, bytesize.Human(uint64(max(f.Bytes, 0))))
+		}
+	}
+	if m.Metadata.Len() > 0 {
+		fmt.Fprintln(w, "\nmetadata:")
+		tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+		m.Metadata.All(func(k string, v tensor.Value) bool {
+			s := v.String()
+			if !all && len(s) > maxTextValue {
+				s = cutUTF8(s, maxTextValue-3) + "…"
+			}
+			s = strings.NewReplacer("\t", `\t`, "\n", `\n`).Replace(s)
+			typ := v.Type().String()
+			if v.Type() == tensor.TypeArray {
+				typ = fmt.Sprintf("[%s × %d]", v.Elem(), v.Len())
+				s = strings.TrimPrefix(s, typ)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", k, typ, s)
+			return true
+		})
+		tw.Flush()
+	}
+	if tree {
+		fmt.Fprintln(w, "\nparameter tree:")
+		writeTree(w, paramTree(m), m)
+		return
+	}
+	fmt.Fprintln(w, "\ntensors:")
+	tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+	for _, t := range m.Tensors {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.DType, shapeText(t.Shape), bytesize.Human(t.Size))
+	}
+	tw.Flush()
+}
+
+// paramTree is the tree the tensor names spell, split at dots. It is the
+// tree apsim rebuilds its records from, and it fits every format: the names
+// alone decide it (GGUF's blk.0.attn_q.weight, Hugging Face's
+// model.layers.0.self_attn.q_proj.weight).
+func paramTree(m *tensor.Manifest) *apsim.Node {
+	names := make([]string, len(m.Tensors))
+	for i, t := range m.Tensors {
+		names[i] = t.Name
+	}
+	return apsim.Tree(names)
+}
+
+// treeTotals sums parameters and bytes under every node.
+type treeTotals struct {
+	m      *tensor.Manifest
+	index  map[string]int
+	params map[*apsim.Node]uint64
+	bytes  map[*apsim.Node]uint64
+	sig    map[*apsim.Node]string
+}
+
+func newTreeTotals(m *tensor.Manifest) *treeTotals {
+	return &treeTotals{m: m, index: m.Index(), params: map[*apsim.Node]uint64{}, bytes: map[*apsim.Node]uint64{}, sig: map[*apsim.Node]string{}}
+}
+
+func (tt *treeTotals) tensor(n *apsim.Node) *tensor.TensorInfo {
+	if n.Tensor == "" {
+		return nil
+	}
+	return &tt.m.Tensors[tt.index[n.Tensor]]
+}
+
+func (tt *treeTotals) sum(n *apsim.Node) (uint64, uint64) {
+	if p, ok := tt.params[n]; ok {
+		return p, tt.bytes[n]
+	}
+	var p, b uint64
+	if t := tt.tensor(n); t != nil {
+		e, _ := t.Elements()
+		p, b = e, t.Size
+	}
+	for _, c := range n.Children {
+		cp, cb := tt.sum(c)
+		p, b = p+cp, b+cb
+	}
+	tt.params[n], tt.bytes[n] = p, b
+	return p, b
+}
+
+// signature describes a subtree's shape (keys, dtypes, shapes) so that
+// identical layers can be folded.
+func (tt *treeTotals) signature(n *apsim.Node) string {
+	if s, ok := tt.sig[n]; ok {
+		return s
+	}
+	var b strings.Builder
+	if t := tt.tensor(n); t != nil {
+		fmt.Fprintf(&b, "%s%v", t.DType, t.Shape)
+	}
+	b.WriteByte('{')
+	for _, c := range n.Children {
+		b.WriteString(c.Key)
+		b.WriteByte(':')
+		b.WriteString(tt.signature(c))
+		b.WriteByte(',')
+	}
+	b.WriteByte('}')
+	s := b.String()
+	tt.sig[n] = s
+	return s
+}
+
+func treeJSON(root *apsim.Node, m *tensor.Manifest) *infoNode {
+	tt := newTreeTotals(m)
+	var conv func(n *apsim.Node) *infoNode
+	conv = func(n *apsim.Node) *infoNode {
+		p, b := tt.sum(n)
+		out := &infoNode{Key: n.Key, Tensor: n.Tensor, Parameters: p, Bytes: b}
+		for _, c := range n.Children {
+			out.Children = append(out.Children, conv(c))
+		}
+		return out
+	}
+	return conv(root)
+}
+
+// writeTree prints the parameter tree: chains of single children joined
+// with dots, runs of list items with the same structure folded into one
+// ("0..31 × 32"), tensors with dtype, shape and size.
+func writeTree(w io.Writer, root *apsim.Node, m *tensor.Manifest) {
+	tt := newTreeTotals(m)
+	tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+	var walk func(n *apsim.Node, depth int)
+	line := func(label string, x *apsim.Node, depth int, suffix string) {
+		indent := strings.Repeat("  ", depth+1)
+		p, b := tt.sum(x)
+		if t := tt.tensor(x); t != nil && len(x.Children) == 0 {
+			fmt.Fprintf(tw, "%s%s\t%s %s\t%s\t%s\n", indent, label, t.DType, shapeText(t.Shape), bytesize.Human(t.Size), suffix)
+			return
+		}
+		what := humanCount(p) + " params"
+		if t := tt.tensor(x); t != nil {
+			what = fmt.Sprintf("%s %s + %s", t.DType, shapeText(t.Shape), what)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, label, what, bytesize.Human(b), suffix)
+	}
+	// compress follows chains of single children without a tensor.
+	compress := func(c *apsim.Node) (string, *apsim.Node) {
+		label, x := c.Key, c
+		for x.Tensor == "" && len(x.Children) == 1 {
+			x = x.Children[0]
+			label += "." + x.Key
+		}
+		return label, x
+	}
+	walk = func(n *apsim.Node, depth int) {
+		kids := n.Children
+		for i := 0; i < len(kids); {
+			j := i + 1
+			if n.IsList() {
+				for j < len(kids) && tt.signature(kids[j]) == tt.signature(kids[i]) {
+					j++
+				}
+			}
+			if j-i > 1 {
+				label, x := compress(kids[i])
+				label = kids[i].Key + ".." + kids[j-1].Key + strings.TrimPrefix(label, kids[i].Key)
+				line(label, x, depth, fmt.Sprintf("× %d (each)", j-i))
+				walk(x, depth+1)
+			} else {
+				label, x := compress(kids[i])
+				line(label, x, depth, "")
+				walk(x, depth+1)
+			}
+			i = j
+		}
+	}
+	walk(root, 0)
+	tw.Flush()
+}
+
+// trimTrailing returns a writer that drops the spaces tabwriter leaves at
+// the end of lines whose last cells are empty.
+func trimTrailing(w io.Writer) io.Writer { return &trimmer{w: w} }
+
+type trimmer struct {
+	w       io.Writer
+	pending []byte // spaces not yet known to be followed by text
+}
+
+func (t *trimmer) Write(p []byte) (int, error) {
+	var out []byte
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.pending = append(t.pending, c)
+		case '\n':
+			t.pending = t.pending[:0]
+			out = append(out, c)
+		default:
+			out = append(out, t.pending...)
+			t.pending = t.pending[:0]
+			out = append(out, c)
+		}
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
