@@ -90,7 +90,8 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print nothing but errors")
 	root.AddCommand(
 		a.runCommand(), a.planCommand(), a.validateCommand(),
-		a.convertCommand(), a.infoCommand(),
+		a.convertCommand(), a.infoCommand(), a.verifyCommand(), a.diffCommand(),
+		a.tokenizeCommand(), a.templateCommand(), a.fmtCommand(),
 		a.pluginsCommand(), a.pluginServeCommand(),
 	)
 	return root
@@ -138,11 +139,12 @@ func (a *app) workerCount() int {
 }
 
 // terraformFlags accepts the single-dash spellings Terraform and Packer users
-// type (-var, -var-file) for the flags cobra spells with two dashes.
+// type (-var, -var-file, and fmt's -check, -write, -list, -diff, -recursive)
+// for the flags cobra spells with two dashes.
 func terraformFlags(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		for _, f := range []string{"-var", "-var-file"} {
+		for _, f := range []string{"-var", "-var-file", "-check", "-write", "-list", "-diff", "-recursive"} {
 			if a == f || strings.HasPrefix(a, f+"=") {
 				a = "-" + a
 				break
