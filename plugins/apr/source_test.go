@@ -179,3 +179,44 @@ func TestNoTranspose(t *testing.T) {
 		t.Errorf("shape %v bytes %x", r.Tensors[0].Shape, got)
 	}
 }
+
+// Any shard of a sharded model reads as the whole model.
+func TestSourceShardedSet(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mo := shardedModel()
+	write(t, filepath.Join(dir, "model.apr"), WriteOptions{}, mo)
+	src, err := openSourceCfg(t, map[string]any{"path": filepath.Join(dir, "model-00002-of-00003.apr")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := src.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tensors) != len(mo.m.Tensors) {
+		t.Fatalf("%d tensors from the set, want %d", len(m.Tensors), len(mo.m.Tensors))
+	}
+	if _, ok := m.Metadata.Get(RawJSONPrefix + "sharding"); ok {
+		t.Error("the merged model keeps a shard's sharding object")
+	}
+	for _, ti := range m.Tensors {
+		rc, err := src.Open(ctx, ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if !bytes.Equal(got, mo.data[ti.Name]) {
+			t.Errorf("%s differs", ti.Name)
+		}
+	}
+	src.Close()
+
+	os.Remove(filepath.Join(dir, "model-00003-of-00003.apr"))
+	src, _ = openSourceCfg(t, map[string]any{"path": filepath.Join(dir, "model-00001-of-00003.apr")})
+	if _, err := src.Describe(ctx); err == nil || !bytes.Contains([]byte(err.Error()), []byte("shard 3 of 3")) {
+		t.Errorf("a missing shard: %v", err)
+	}
+	src.Close()
+}
