@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	st "github.com/sluice-ml/sluice/sdk/safetensors"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -215,6 +216,9 @@ func (s *Source) files() ([]shardFile, string, error) {
 		}
 		single := filepath.Join(p, "model.safetensors")
 		if _, err := os.Stat(single); err == nil {
+			if err := checkInside(p, single); err != nil {
+				return nil, "", &plugin.InputError{File: single, Msg: err.Error()}
+			}
 			abs, _ := filepath.Abs(single)
 			return []shardFile{{path: single, abs: abs}}, p, nil
 		}
@@ -299,21 +303,10 @@ func CheckLocalName(name string) error {
 	return nil
 }
 
-// checkInside refuses p when it is a symlink that resolves outside dir.
+// checkInside refuses p when it is a symlink that resolves outside dir
+// (links inside a Hugging Face cache repository excepted; see sdk/localpath).
 func checkInside(dir, p string) error {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return fmt.Errorf("shard %s: %v", p, err)
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return fmt.Errorf("directory %s: %v", dir, err)
-	}
-	rel, err := filepath.Rel(realDir, real)
-	if err != nil || !filepath.IsLocal(rel) {
-		return fmt.Errorf("shard %s resolves to %s, outside the index's directory", p, real)
-	}
-	return nil
+	return localpath.Inside(dir, p)
 }
 
 func readSideFile(p string) ([]byte, error) {
