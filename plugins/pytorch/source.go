@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -148,9 +149,9 @@ func readIndex(p string) (*layoutPlan, error) {
 	plan := &layoutPlan{weightMap: map[string]string{}, index: p, hfDir: dir}
 	seen := map[string]bool{}
 	for name, file := range idx.WeightMap {
-		if !filepath.IsLocal(file) {
+		if err := localpath.CheckName(dir, file); err != nil {
 			return nil, &binio.FormatError{File: p, Offset: -1, Tensor: name,
-				Msg: fmt.Sprintf("shard %q is not a file name inside the index's directory", file)}
+				Msg: fmt.Sprintf("shard %q is not a file name inside the index's directory", file), Err: err}
 		}
 		full := filepath.Join(dir, file)
 		plan.weightMap[name] = full
@@ -161,6 +162,23 @@ func readIndex(p string) (*layoutPlan, error) {
 	}
 	sort.Strings(plan.files) // transformers loads shards in sorted order
 	return plan, nil
+}
+
+// inside refuses a file of a checkpoint directory (a shard, a side file)
+// that resolves through a symbolic link to a file outside dir; links inside a
+// Hugging Face cache repository are allowed (see sdk/localpath). dir is empty
+// for a lone checkpoint file, which the user named.
+func inside(dir, p string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := localpath.Inside(dir, p); err != nil {
+		if plugin.IsBadInput(err) {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return &plugin.InputError{File: p, Msg: "cannot read the file", Err: err}
+	}
+	return nil
 }
 
 func readCapped(p string, limit int64) ([]byte, error) {
@@ -208,6 +226,9 @@ func (s *Source) describe(ctx context.Context) (*tensor.Manifest, error) {
 	where := map[string]*archive{}
 	for _, p := range plan.files {
 		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := inside(plan.hfDir, p); err != nil {
 			return nil, err
 		}
 		a, err := openArchive(p)
@@ -326,6 +347,9 @@ func carryHFFiles(md *tensor.Metadata, dir string) error {
 		fi, err := os.Stat(p)
 		if err != nil || fi.IsDir() {
 			continue
+		}
+		if err := inside(dir, p); err != nil {
+			return err
 		}
 		b, err := readCapped(p, maxHFFileBytes)
 		if err != nil {
