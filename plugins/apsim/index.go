@@ -3,6 +3,7 @@ package apsim
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
@@ -201,12 +203,14 @@ func shardPath(dir, name string) (string, error) {
 		if err != nil {
 			return "", &plugin.InputError{File: p, Msg: "cannot resolve the symbolic link", Err: err}
 		}
-		realDir, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return "", &plugin.InputError{File: dir, Msg: "cannot resolve the index's directory", Err: err}
-		}
-		if filepath.Dir(target) != realDir {
-			return "", &plugin.InputError{File: p, Msg: "is a symbolic link out of the index's directory; an index may only name files beside it"}
+		// Links inside the directory, or inside the Hugging Face cache
+		// repository it is a snapshot of, are fine (sdk/localpath).
+		if err := localpath.Inside(dir, p); err != nil {
+			var le *localpath.Error
+			if errors.As(err, &le) {
+				return "", &plugin.InputError{File: p, Msg: "is a symbolic link out of the index's directory (to " + target + "); an index may only name files beside it"}
+			}
+			return "", &plugin.InputError{File: p, Msg: "cannot resolve the symbolic link", Err: err}
 		}
 		return target, nil
 	}
