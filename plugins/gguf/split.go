@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/sluice-ml/sluice/sdk/localpath"
+	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -127,6 +129,15 @@ func OpenSet(path string) (*Set, error) {
 			continue
 		}
 		p := SplitPath(prefix, i+1, count)
+		// A sibling must not lead out of the directory through a link
+		// (links inside a Hugging Face cache repository are fine).
+		if err := localpath.Inside(filepath.Dir(path), p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.Close()
+			if plugin.IsBadInput(err) {
+				return nil, &formatErr{fmt.Errorf("split set %s: shard %d of %d: %w", path, i+1, count, err)}
+			}
+			return nil, err
+		}
 		sf, sfh, err := OpenFile(p)
 		if err != nil {
 			s.Close()
