@@ -1,6 +1,7 @@
 // Package transform holds the built-in stages that run inside the core —
-// quantize, cast, transpose, permute, rename, filter, metadata, shard, sign —
-// and the Op interface through which they change tensor bytes.
+// quantize, cast, dequantize, transpose, permute, rename, filter, metadata,
+// shard, sign — and the Op interface through which they change tensor
+// bytes. docs/transforms.md documents every stage.
 //
 // A transform first plans on metadata alone: it maps the input manifest to
 // an output manifest and says, per output tensor, which input it comes from
