@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/plugins/apr"
 	"github.com/sluice-ml/sluice/plugins/apsim"
 	"github.com/sluice-ml/sluice/plugins/gguf"
 	"github.com/sluice-ml/sluice/plugins/onnx"
@@ -15,6 +16,7 @@ var builtins = []host.Builtin{
 	{Name: "safetensors", New: safetensors.Plugin},
 	{Name: "gguf", New: gguf.Plugin},
 	{Name: "apsim", New: apsim.Plugin},
+	{Name: "apr", New: apr.Plugin},
 	{Name: "pytorch", New: pytorch.Plugin},
 	{Name: "onnx", New: onnx.Plugin},
 }
