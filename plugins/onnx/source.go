@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -308,17 +310,18 @@ func insideDir(dir, location string) (string, error) {
 	case !filepath.IsLocal(location):
 		return "", fmt.Errorf("location %q leaves the model's directory", location)
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
 	real, err := filepath.EvalSymlinks(filepath.Join(dir, location))
 	if err != nil {
 		return "", fmt.Errorf("location %q: %w", location, err)
 	}
-	rel, err := filepath.Rel(realDir, real)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("location %q resolves through a symlink to %s, outside the model's directory", location, real)
+	// Links inside the Hugging Face cache repository the model's directory
+	// belongs to are allowed (sdk/localpath).
+	if err := localpath.Inside(dir, filepath.Join(dir, location)); err != nil {
+		var le *localpath.Error
+		if errors.As(err, &le) {
+			return "", fmt.Errorf("location %q resolves through a symlink to %s, outside the model's directory", location, real)
+		}
+		return "", fmt.Errorf("location %q: %w", location, err)
 	}
 	return real, nil
 }
