@@ -262,10 +262,14 @@ func oneLine(err error) string {
 	return strings.TrimSpace(err.Error())
 }
 
-// hintFor suggests a next step for common failures.
+// hintFor suggests a next step for common failures. An error may carry its
+// own hint (a Hint() string method).
 func hintFor(err error) string {
 	var ce *plugin.CrashError
+	var hinted interface{ Hint() string }
 	switch {
+	case errors.As(err, &hinted) && hinted.Hint() != "":
+		return hinted.Hint()
 	case errors.As(err, &ce):
 		return "the plugin process died; rerun with --in-process to get a stack trace in this process"
 	case strings.Contains(err.Error(), "raise --max-memory"):
