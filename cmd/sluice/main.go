@@ -89,10 +89,10 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print nothing but errors")
 	root.AddCommand(
-		a.runCommand(), a.planCommand(), a.validateCommand(),
+		a.runCommand(), a.finalizeCommand(), a.planCommand(), a.validateCommand(),
 		a.convertCommand(), a.infoCommand(), a.verifyCommand(), a.diffCommand(),
 		a.tokenizeCommand(), a.templateCommand(), a.fmtCommand(),
-		a.pluginsCommand(), a.pluginServeCommand(),
+		a.withInstall(a.pluginsCommand()), a.pluginServeCommand(),
 	)
 	return root
 }

@@ -43,6 +43,9 @@ func (a *app) load(path string, vf varFlags, h *host.Host) (*pipeline.Pipeline, 
 	p, diags := pipeline.Load(path, pipeline.Options{Vars: vf.vars, VarFiles: vf.varFiles, Environ: os.Environ()})
 	if !diags.HasErrors() {
 		h.SetPins(p.PinnedDigests())
+		diags = append(diags, lockDiags(path, p, h)...)
+	}
+	if !diags.HasErrors() {
 		diags = append(diags, p.Decode(h)...)
 	}
 	if len(diags) > 0 {
@@ -194,21 +197,32 @@ listed. Nothing is written.`,
 
 func (a *app) runCommand() *cobra.Command {
 	var vf varFlags
+	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE",
 		Short: "Run a pipeline: read, transform and write checkpoints",
 		Long: `run plans the pipeline, streams every tensor through its transforms to its
 sinks in parallel within --max-memory, and commits every output at the end.
 Outputs are written under temporary names and renamed only when the whole
-run succeeded; on any failure, or on Ctrl-C, every output is removed.`,
+run succeeded; on any failure, or on Ctrl-C, every output is removed.
+
+Beside each sink's outputs it writes a run manifest, NAME.sluice-run.json
+(NAME: the sink's path), recording the pipeline's digest and variables
+(sensitive ones redacted), every input's and output's size and SHA-256, the
+plugins' versions and binary digests, and the times. --skip-unchanged reads
+them to do nothing when nothing changed; --partition runs a share of the work
+for a run spread over machines (see docs/distributed.md).`,
 		Example: `  sluice run pipelines/quickstart
-  sluice run pipeline.hcl -var-file prod.sluicevars.hcl --max-memory 1GiB`,
+  sluice run pipeline.hcl -var-file prod.sluicevars.hcl --max-memory 1GiB
+  sluice run pipelines/nightly-requant --skip-unchanged      # hourly from cron: free when nothing changed
+  sluice run pipeline.hcl --partition $JOB_COMPLETION_INDEX/8  # then: sluice finalize pipeline.hcl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runPipeline(cmd.Context(), args[0], vf)
+			return a.runRecorded(cmd.Context(), args[0], vf, rf)
 		},
 	}
 	vf.add(cmd)
+	rf.add(cmd)
 	return cmd
 }
 

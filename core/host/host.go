@@ -385,13 +385,15 @@ func FileSHA256(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// SearchPath splits SLUICE_PLUGIN_PATH.
+// SearchPath returns the directories searched for third-party plugins,
+// given the value of SLUICE_PLUGIN_PATH: its entries, or when it is empty
+// the default plugin directory (see DefaultPluginDir).
 func SearchPath(env string) []string {
-	var out []string
-	for _, p := range filepath.SplitList(env) {
-		if p != "" {
-			out = append(out, p)
-		}
+	if dirs := splitPath(env); len(dirs) > 0 {
+		return dirs
 	}
-	return out
+	if d, err := DefaultPluginDir(); err == nil {
+		return []string{d}
+	}
+	return nil
 }

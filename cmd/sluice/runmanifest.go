@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-ml/sluice/core/run"
+	"github.com/sluice-ml/sluice/sdk/bytesize"
+)
+
+// runFlags are the options of `sluice run` for scheduled, CI and
+// distributed runs: run manifests, --skip-unchanged and --partition.
+type runFlags struct {
+	skipUnchanged bool
+	partition     string
+	manifest      bool
+}
+
+func (rf *runFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&rf.skipUnchanged, "skip-unchanged", false,
+		"do nothing when the run manifests beside the outputs record this pipeline, these variables, plugins and inputs, and the outputs are as they were written")
+	cmd.Flags().StringVar(&rf.partition, "partition", "",
+		"run partition INDEX/COUNT of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; `sluice finalize` completes the run")
+	cmd.Flags().BoolVar(&rf.manifest, "run-manifest", true, "write NAME.sluice-run.json beside each sink's outputs")
+}
+
+func (rf *runFlags) parse() (*run.Partition, error) {
+	if !rf.manifest && (rf.skipUnchanged || rf.partition != "") {
+		return nil, configErr(errors.New("--skip-unchanged and --partition need the run manifests; drop --run-manifest=false"))
+	}
+	if rf.partition == "" {
+		return nil, nil
+	}
+	p, err := run.ParsePartition(rf.partition)
+	if err != nil {
+		return nil, configErr(fmt.Errorf("--partition: %w", err))
+	}
+	return &p, nil
+}
+
+// runRecorded is `sluice run`: it may skip the run, may run one partition
+// of it, and writes the run manifests.
+func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runFlags) error {
+	part, err := rf.parse()
+	if err != nil {
+		return err
+	}
+	h, arena, heap, err := a.newHost()
+	if err != nil {
+		return err
+	}
+	pr := &prepared{h: h, arena: arena, heap: heap}
+	defer pr.close()
+	if pr.p, err = a.load(path, vf, h); err != nil {
+		return err
+	}
+	var pv *run.Provenance
+	if rf.manifest {
+		if pv, err = run.NewProvenance(pr.p, h, version); err != nil {
+			return err
+		}
+	}
+	if rf.skipUnchanged {
+		reason, err := run.Unchanged(pr.p, pv, part)
+		if err != nil {
+			return err
+		}
+		if reason == "" {
+			if a.json {
+				return writeJSON(a.stdout, map[string]any{"skipped": true, "reason": "unchanged"})
+			}
+			if !a.quiet {
+				fmt.Fprintln(a.stdout, "Nothing to do: the outputs are up to date with their inputs, pipeline, variables and plugins (run manifests checked).")
+			}
+			return nil
+		}
+		if !a.quiet && !a.json {
+			fmt.Fprintf(a.stdout, "Running: %s.\n", reason)
+		}
+	}
+	if pr.sess, err = run.Open(ctx, pr.p, h); err != nil {
+		return a.reportStageError(pr.p, err)
+	}
+	if pr.pl, err = pr.sess.Plan(ctx); err != nil {
+		return a.reportStageError(pr.p, err)
+	}
+	runPlan := pr.pl
+	if part != nil {
+		asg, err := run.Assign(pr.pl, part.Count)
+		if err != nil {
+			return a.reportStageError(pr.p, err)
+		}
+		runPlan = asg.Restrict(pr.pl, part.Index)
+	}
+	var rec *run.Recorder
+	if pv != nil {
+		rec = run.StartRecording(ctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
+	}
+	prog := a.newProgress()
+	res, err := run.Execute(ctx, runPlan, run.Options{
+		Arena:      pr.arena,
+		HeapBudget: pr.heap,
+		Workers:    a.workerCount(),
+		Sources:    pr.sess.Env.Sources,
+		Progress:   prog,
+	})
+	prog.finish(err == nil)
+	if err != nil {
+		return a.reportStageError(pr.p, err)
+	}
+	var manifests []string
+	if rec != nil {
+		if manifests, err = rec.Finish(res); err != nil {
+			return err
+		}
+	}
+	a.printResult(res, manifests, part)
+	return nil
+}
+
+// printResult reports what a run or a finalize wrote.
+func (a *app) printResult(res *run.Result, manifests []string, part *run.Partition) {
+	if a.json {
+		out := resultJSON(res)
+		out["run_manifests"] = manifests
+		if part != nil {
+			out["partition"] = part.String()
+		}
+		writeJSON(a.stdout, out)
+		return
+	}
+	if a.quiet {
+		return
+	}
+	for _, sa := range res.Artifacts {
+		for _, art := range sa.Artifacts {
+			fmt.Fprintf(a.stdout, "wrote %s (%s) [%s]\n", art.Path, bytesize.Human(art.Size), sa.Stage.Addr())
+		}
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(a.stdout, "wrote %s (run manifest)\n", m)
+	}
+	if part != nil {
+		fmt.Fprintf(a.stdout, "Partition %s done; when every partition is, run `sluice finalize` with the same pipeline and variables.\n", part)
+	}
+}

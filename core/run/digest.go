@@ -1,0 +1,207 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluice-ml/sluice/sdk/plugin"
+)
+
+// racyWindow is how close to its hashing a file's modification time may be
+// before the time stops proving anything: a file changed again within the
+// same timestamp tick (a second on some file systems) keeps its time. Such a
+// record gets no time, so the next check reads the file (git's "racy clean"
+// rule).
+const racyWindow = 2 * time.Second
+
+// hashFile reads a file and returns its size, SHA-256 and modification
+// time. A file that changes while it is read is an error.
+func hashFile(path string) (FileRecord, error) {
+	start := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		return FileRecord{}, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return FileRecord{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("hashing %s: %w", path, err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		return FileRecord{}, err
+	}
+	if after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) || n != before.Size() {
+		return FileRecord{}, fmt.Errorf("%s changed while it was hashed", path)
+	}
+	rec := FileRecord{Path: path, Size: uint64(n), SHA256: hex.EncodeToString(h.Sum(nil))}
+	if before.ModTime().Before(start.Add(-racyWindow)) {
+		rec.ModTime = formatTime(before.ModTime())
+	}
+	return rec, nil
+}
+
+// DigestCache holds file digests recorded by earlier runs, by absolute path:
+// a file whose size and modification time are the recorded ones is not read
+// again.
+type DigestCache map[string]FileRecord
+
+// Add records the inputs of a manifest.
+func (c DigestCache) Add(m *Manifest) {
+	for _, r := range m.Inputs {
+		if r.SHA256 != "" && r.ModTime != "" {
+			c[r.Path] = r
+		}
+	}
+}
+
+// lookup returns the cached record of path when the file still has its
+// size and modification time.
+func (c DigestCache) lookup(path string, fi os.FileInfo) (FileRecord, bool) {
+	r, ok := c[path]
+	if !ok || r.Size != uint64(fi.Size()) || !sameTime(r.ModTime, fi.ModTime()) {
+		return FileRecord{}, false
+	}
+	return r, true
+}
+
+// digestOrStat returns a file's record: from the cache when its size and
+// time match, else by reading it when hash is set, else its size and time
+// only.
+func digestOrStat(path string, cache DigestCache, hash bool) (FileRecord, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("input %w", err)
+	}
+	if r, ok := cache.lookup(path, fi); ok {
+		return r, nil
+	}
+	if !hash {
+		return FileRecord{Path: path, Size: uint64(fi.Size()), ModTime: formatTime(fi.ModTime())}, nil
+	}
+	return hashFile(path)
+}
+
+// InputDigests computes input records in the background, while the run
+// proceeds.
+type InputDigests struct {
+	done chan struct{}
+	recs []FileRecord
+	err  error
+}
+
+// DigestInputs starts recording the given files: every file gets its size
+// and time, the files in hash get their SHA-256 too (from cache when their
+// size and time match). workers bounds the files read at once (default 1,
+// so hashing takes one core from the run at most).
+func DigestInputs(ctx context.Context, files []string, hash map[string]bool, cache DigestCache, workers int) *InputDigests {
+	d := &InputDigests{done: make(chan struct{})}
+	if workers < 1 {
+		workers = 1
+	}
+	go func() {
+		defer close(d.done)
+		recs := make([]FileRecord, len(files))
+		errs := make([]error, len(files))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, workers)
+		for i, f := range files {
+			if ctx.Err() != nil {
+				d.err = ctx.Err()
+				break
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				recs[i], errs[i] = digestOrStat(f, cache, hash[f])
+			}()
+		}
+		wg.Wait()
+		if d.err != nil {
+			return
+		}
+		for _, err := range errs {
+			if err != nil {
+				d.err = err
+				return
+			}
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].Path < recs[j].Path })
+		d.recs = recs
+	}()
+	return d
+}
+
+// Wait returns the records, sorted by path.
+func (d *InputDigests) Wait() ([]FileRecord, error) {
+	<-d.done
+	return d.recs, d.err
+}
+
+// digestingSink fills in the SHA-256 of every file its sink commits, so the
+// detached signatures and the run manifest need not read the files again.
+type digestingSink struct {
+	plugin.Sink
+}
+
+func (d digestingSink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
+	arts, err := d.Sink.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := digestArtifacts(arts); err != nil {
+		return nil, fmt.Errorf("the outputs were committed, but %w", err)
+	}
+	return arts, nil
+}
+
+// digestArtifacts hashes, several at once, the artifacts that carry no
+// digest.
+func digestArtifacts(arts []plugin.Artifact) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	errs := make([]error, len(arts))
+	for i := range arts {
+		if arts[i].SHA256 != "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r, err := hashFile(arts[i].Path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if arts[i].Size != 0 && arts[i].Size != r.Size {
+				errs[i] = fmt.Errorf("%s has %d bytes, its sink reported %d", arts[i].Path, r.Size, arts[i].Size)
+				return
+			}
+			arts[i].SHA256, arts[i].Size = r.SHA256, r.Size
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
