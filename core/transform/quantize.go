@@ -323,12 +323,11 @@ func (q *quantize) summary(counts map[string]int) string {
 	return fmt.Sprintf("%s: %s", what, strings.Join(parts, ", "))
 }
 
-// setFileType records the preset in GGUF metadata as llama-quantize does,
-// when the metadata is GGUF's (it has general.architecture).
+// setFileType records the preset as general.file_type, as llama-quantize
+// does. From a Hugging Face source the key travels to the GGUF sink, which
+// writes it instead of guessing from the most common dtype; sinks that keep
+// string metadata only leave it out.
 func setFileType(md *tensor.Metadata, p preset) {
-	if md.String("general.architecture") == "" {
-		return
-	}
 	md.Set("general.file_type", tensor.U32Value(p.fileType))
 	md.Set("general.quantization_version", tensor.U32Value(2))
 }

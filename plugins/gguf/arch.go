@@ -279,7 +279,15 @@ func (c *hfConversion) metadata(specs []TensorSpec, dtype tensor.DType) (tensor.
 	if err := u32(a+".attention.value_length", cfg.HeadDim); err != nil {
 		return md, err
 	}
-	md.Set(KeyFileType, tensor.U32Value(fileType(specs, dtype)))
+	ft := fileType(specs, dtype)
+	// A quantize preset upstream (Q4_K_M, …) names the file type better than
+	// the most common dtype can, unless the dtype option re-types the model.
+	if v, ok := c.in.Metadata.Get(KeyFileType); ok && dtype == "" {
+		if u, ok := v.Uint(); ok && u <= math.MaxUint32 {
+			ft = uint32(u)
+		}
+	}
+	md.Set(KeyFileType, tensor.U32Value(ft))
 	if c.arch == "llama" {
 		vocab := cfg.VocabSize
 		if vocab == nil {
