@@ -286,8 +286,6 @@ func hintFor(err error) string {
 		return hinted.Hint()
 	case errors.As(err, &ce):
 		return "the plugin process died; rerun with --in-process to get a stack trace in this process"
-	case strings.Contains(err.Error(), "raise --max-memory"):
-		return "pass a larger budget, e.g. --max-memory 2GiB"
 	}
 	return ""
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/plan"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
+	"github.com/sluice-ml/sluice/sdk/bytesize"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
@@ -461,7 +462,9 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	perChunk := 1 + lay.nodes
 	slots := r.opts.Arena.Slots()
 	if perChunk > slots {
-		return &treeError{tree: t, err: fmt.Errorf("needs %d arena slots at once (%d chained ops), the arena has %d; raise --max-memory", perChunk, lay.nodes, slots)}
+		slotSize := uint64(r.opts.Arena.SlotSize())
+		return &treeError{tree: t, err: fmt.Errorf("needs %d arena slots of %s at once (%d chained ops), the arena has %d; raise --max-memory to %s or more",
+			perChunk, bytesize.Human(slotSize), lay.nodes, slots, budgetFor(uint64(perChunk)*slotSize, 3))}
 	}
 	inFlight := min(workers+1, slots/perChunk)
 	workers = max(1, min(workers, inFlight))
@@ -621,6 +624,17 @@ func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, 
 	return nil
 }
 
+// budgetFor returns the --max-memory that gives a part of quarters/4 of the
+// budget (the arena is three quarters, whole-tensor ops get one) at least
+// need bytes, rounded up to a whole MiB or GiB.
+func budgetFor(need uint64, quarters uint64) string {
+	total := (need*4 + quarters - 1) / quarters
+	if total >= 1<<30 {
+		return fmt.Sprintf("%dGiB", (total+1<<30-1)>>30)
+	}
+	return fmt.Sprintf("%dMiB", (total+1<<20-1)>>20)
+}
+
 // runWhole processes a tree whose ops need the whole tensor at once, in heap
 // memory taken from the byte budget.
 func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.Leaf) error {
@@ -634,7 +648,8 @@ func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.L
 	}
 	walk(t.Root)
 	if need > r.opts.HeapBudget {
-		return &treeError{tree: t, err: fmt.Errorf("the ops on this tensor need it whole: %d bytes, more than the %d bytes the memory budget leaves outside the arena; raise --max-memory", need, r.opts.HeapBudget)}
+		return &treeError{tree: t, err: fmt.Errorf("the ops on this tensor need it whole: %s, more than the %s the memory budget leaves outside the arena; raise --max-memory to %s or more",
+			bytesize.Human(need), bytesize.Human(r.opts.HeapBudget), budgetFor(need, 1))}
 	}
 	if err := r.heap.Acquire(ctx, int64(need)); err != nil {
 		return err

@@ -251,7 +251,7 @@ func TestSmallArenaStillCompletes(t *testing.T) {
 		casts[fmt.Sprint("c", i)] = &memSink{convert: map[string]tensor.DType{"a": d}}
 	}
 	err := execute(t, build(t, src, casts, nil), src, 4, 1<<10, 1)
-	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("raise --max-memory")) {
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("raise --max-memory to 1MiB or more")) {
 		t.Errorf("got %v, want an error asking for more memory", err)
 	}
 }
