@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-ml/sluice/core/plan"
 	"github.com/sluice-ml/sluice/core/run"
 	"github.com/sluice-ml/sluice/sdk/plugin"
+	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
 type convertFlags struct {
@@ -89,7 +90,39 @@ either: the pipeline reads them from the sensitive variable signing_key
 	f.StringVar(&cf.format, "format", "", "output format (sink type), when the file name does not tell")
 	f.BoolVar(&cf.printPipeline, "print-pipeline", false, "print the equivalent pipeline as HCL instead of running it")
 	f.BoolVar(&cf.planOnly, "plan", false, "show the plan (every per-tensor decision and output file) without writing anything")
+	cmd.RegisterFlagCompletionFunc("dtype", completeWords(dtypeNames()...))
+	cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, b := range builtins {
+			for _, s := range b.New().Sinks {
+				out = append(out, s.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+	cmd.RegisterFlagCompletionFunc("arch", completeWords("auto", "llama", "mistral", "qwen2", "qwen3"))
+	cmd.RegisterFlagCompletionFunc("layout", completeWords("aprender", "spec"))
+	cmd.RegisterFlagCompletionFunc("shard", completeWords("512MB", "1GB", "2GB", "4GB", "5GB"))
 	return cmd
+}
+
+// completeWords completes a flag from a fixed list.
+func completeWords(words ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return words, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// dtypeNames lists what --dtype accepts: registry dtypes and apsim QTensor
+// format names.
+func dtypeNames() []string {
+	names := []string{"int8", "int4", "fp8", "fp8_e5m2", "fp6", "fp4", "qt_bf16"}
+	for _, n := range tensor.Names() {
+		if !strings.HasPrefix(n, "qt_") {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // convertPipeline writes the pipeline a convert command stands for.

@@ -115,7 +115,9 @@ var shardName = regexp.MustCompile(`^(.*)-([0-9]{5,})-of-([0-9]{5,})(\.[A-Za-z0-
 //     formats' sources read the whole set from any shard themselves);
 //   - NAME.EXT that does not exist becomes NAME.EXT.index.json (apsim and
 //     safetensors sets) or NAME-00001-of-0000N.EXT (gguf-split and APR
-//     sets), the names a sharded output of NAME.EXT gets.
+//     sets), the names a sharded output of NAME.EXT gets;
+//   - NAME.EXT.index.json that does not exist becomes NAME.EXT when that
+//     exists: the output was small enough to be written as one file.
 //
 // note says what was done, for people; it is empty when path is kept.
 func resolveInput(path string) (resolved, note string) {
@@ -130,6 +132,11 @@ func resolveInput(path string) (resolved, note string) {
 	}
 	if fi, err := os.Stat(path + ".index.json"); err == nil && fi.Mode().IsRegular() {
 		return path + ".index.json", fmt.Sprintf("%s is a sharded checkpoint; reading it through %s", filepath.Base(path), filepath.Base(path)+".index.json")
+	}
+	if stem, ok := strings.CutSuffix(path, ".index.json"); ok {
+		if fi, err := os.Stat(stem); err == nil && fi.Mode().IsRegular() {
+			return stem, fmt.Sprintf("there is no %s: the checkpoint was written as the single file %s", filepath.Base(path), filepath.Base(stem))
+		}
 	}
 	ext := filepath.Ext(path)
 	if ext != "" {

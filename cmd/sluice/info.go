@@ -299,7 +299,7 @@ func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
 	if len(r.Files) > 1 {
 		fmt.Fprintf(w, "\nfiles:\n")
 		for _, f := range r.Files {
-			fmt.Fprintf(w, "  %s  %s\n", f.Path, bytesize.Human(uint64(max(f.Bytes, 0))))
+			fmt.Fprintf(w, "  %s  %s\n", displayPath(f.Path), bytesize.Human(uint64(max(f.Bytes, 0))))
 		}
 	}
 	if m.Metadata.Len() > 0 {

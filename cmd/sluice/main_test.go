@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(plugin.Handshake.MagicCookieKey) != "" && len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	cleanupFixtures()
+	os.Exit(code)
 }
 
 func init() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,56 +21,120 @@ func (a *app) pluginsCommand() *cobra.Command {
 		Short: "Inspect plugins",
 	}
 	cmd.AddCommand(&cobra.Command{
-		Use:     "list",
-		Short:   "List built-in and installed plugins with their versions, protocol and components",
-		Example: "  sluice plugins list\n  sluice plugins list --json",
+		Use:   "list",
+		Short: "List built-in and installed plugins with their versions, protocol and components",
+		Long: `list shows every plugin sluice can use: the ones built into this binary and
+third-party binaries named sluice-plugin-NAME found on SLUICE_PLUGIN_PATH
+(each started once to ask what it serves; a binary that fails to start is
+listed as such). For each: its version, the protocol version it speaks
+(major.minor of sluice.plugin.v1), the source and sink types it serves and
+the file name suffixes they usually read and write (a hint only: sources
+detect files by content). --json adds each component's description.`,
+		Example: "  sluice plugins list\n  sluice plugins list --json\n  SLUICE_PLUGIN_PATH=~/.sluice/plugins sluice plugins list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := host.New(host.Options{Builtins: builtins, PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv))})
 			defer h.Close()
-			type row struct {
-				Name     string   `json:"name"`
-				Version  string   `json:"version"`
-				Protocol string   `json:"protocol"`
-				Kind     string   `json:"kind"`
-				Path     string   `json:"path,omitempty"`
-				SHA256   string   `json:"sha256,omitempty"`
-				Sources  []string `json:"sources"`
-				Sinks    []string `json:"sinks"`
-			}
-			var rows []row
-			add := func(i *plugin.Info, kind, path, sum string) {
-				r := row{Name: i.Name, Version: i.Version, Protocol: fmt.Sprintf("%d.%d", plugin.ProtocolVersion, i.ProtocolMinor), Kind: kind, Path: path, SHA256: sum, Sources: []string{}, Sinks: []string{}}
-				for _, c := range i.Sources {
-					r.Sources = append(r.Sources, c.Name)
-				}
-				for _, c := range i.Sinks {
-					r.Sinks = append(r.Sinks, c.Name)
-				}
-				rows = append(rows, r)
-			}
+			var rows []pluginRow
 			for _, b := range h.Builtins() {
-				add(b.New().Info(), "built-in", "", "")
+				rows = append(rows, newPluginRow(b.New().Info(), "built-in", "", ""))
 			}
 			for _, e := range h.Externals() {
 				if e.Info == nil {
-					rows = append(rows, row{Name: e.Name, Kind: "installed (failed to start)", Path: e.Path, SHA256: e.SHA256})
+					rows = append(rows, pluginRow{Name: e.Name, Kind: "installed (failed to start)", Path: e.Path, SHA256: e.SHA256, Sources: []pluginComponent{}, Sinks: []pluginComponent{}})
 					continue
 				}
-				add(e.Info, "installed", e.Path, e.SHA256)
+				rows = append(rows, newPluginRow(e.Info, "installed", e.Path, e.SHA256))
 			}
 			if a.json {
 				return writeJSON(a.stdout, rows)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tKIND\tSOURCES\tSINKS")
+			tw := tabwriter.NewWriter(trimTrailing(a.stdout), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tKIND\tSOURCES\tSINKS\tFILES")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", r.Name, r.Version, r.Protocol, r.Kind, r.Sources, r.Sinks)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, dash(r.Version), dash(r.Protocol), r.Kind, componentNames(r.Sources), componentNames(r.Sinks), strings.Join(r.extensions(), " "))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if r.Path != "" {
+					fmt.Fprintf(a.stdout, "%s: %s (sha256 %s)\n", r.Name, r.Path, r.SHA256)
+				}
+			}
+			return nil
 		},
 	})
 	return cmd
+}
+
+// pluginRow is one plugin in `plugins list`.
+type pluginRow struct {
+	Name     string            `json:"name"`
+	Version  string            `json:"version"`
+	Protocol string            `json:"protocol"`
+	Kind     string            `json:"kind"`
+	Path     string            `json:"path,omitempty"`
+	SHA256   string            `json:"sha256,omitempty"`
+	Sources  []pluginComponent `json:"sources"`
+	Sinks    []pluginComponent `json:"sinks"`
+}
+
+// pluginComponent is one source or sink type of a plugin.
+type pluginComponent struct {
+	Name       string   `json:"name"`
+	Doc        string   `json:"doc"`
+	Extensions []string `json:"extensions"`
+}
+
+func newPluginRow(i *plugin.Info, kind, path, sum string) pluginRow {
+	r := pluginRow{Name: i.Name, Version: i.Version, Protocol: fmt.Sprintf("%d.%d", plugin.ProtocolVersion, i.ProtocolMinor), Kind: kind, Path: path, SHA256: sum, Sources: []pluginComponent{}, Sinks: []pluginComponent{}}
+	conv := func(c plugin.ComponentInfo) pluginComponent {
+		ext := c.Extensions
+		if ext == nil {
+			ext = []string{}
+		}
+		return pluginComponent{Name: c.Name, Doc: c.Doc, Extensions: ext}
+	}
+	for _, c := range i.Sources {
+		r.Sources = append(r.Sources, conv(c))
+	}
+	for _, c := range i.Sinks {
+		r.Sinks = append(r.Sinks, conv(c))
+	}
+	return r
+}
+
+func (r pluginRow) extensions() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range append(append([]pluginComponent(nil), r.Sources...), r.Sinks...) {
+		for _, e := range c.Extensions {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func componentNames(cs []pluginComponent) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // pluginServeCommand is the hidden command built-in plugins run as.

@@ -171,6 +171,12 @@ and the decoded text is printed; --skip-special leaves special tokens out.`,
   echo "some text" | sluice tokenize model.gguf -
   sluice tokenize model.gguf --decode "128000 9906 1917"`,
 		Args: cobra.ExactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := args[1]
 			if text == "-" {

@@ -232,11 +232,8 @@ func (r *verifyReport) print(w io.Writer, quiet bool) {
 			continue
 		}
 		where := ""
-		if c.File != "" {
-			where = c.File + ": "
-			if strings.HasPrefix(c.Detail, c.File) {
-				where = ""
-			}
+		if c.File != "" && !strings.HasPrefix(c.Detail, c.File) {
+			where = displayPath(c.File) + ": "
 		}
 		fmt.Fprintf(w, "  %-7s %-18s %s%s\n", strings.ToUpper(c.Status), c.Check, where, c.Detail)
 	}
@@ -410,10 +407,18 @@ func verifySafetensors(ctx context.Context, r *verifyReport, h *host.Host, arg s
 	}
 	defer c.Close()
 	files := dataFiles(c.Manifest)
+	index := ""
 	if fi, err := os.Stat(c.Path); err == nil && fi.Mode().IsRegular() && strings.HasSuffix(c.Path, ".index.json") {
-		r.Files = append(r.Files, c.Path)
-		r.add("set", c.Path, statusOK, "%d shard(s) hold exactly the tensors the weight map places in them", len(files))
-		checkIndexTotal(r, c.Path, c.Manifest)
+		index = c.Path
+	} else if err == nil && fi.IsDir() {
+		if p := filepath.Join(c.Path, "model.safetensors.index.json"); fileExists(p) {
+			index = p
+		}
+	}
+	if index != "" {
+		r.Files = append(r.Files, index)
+		r.add("set", index, statusOK, "%d shard(s) hold exactly the tensors the weight map places in them", len(files))
+		checkIndexTotal(r, index, c.Manifest)
 	}
 	for _, p := range files {
 		r.Files = append(r.Files, p)
@@ -511,14 +516,15 @@ func dataFiles(m *tensor.Manifest) []string {
 // (config.json, tokenizer files) beside them. With a key
 // and no embedded signature, every file of the checkpoint must have one.
 func verifyDetached(r *verifyReport, key *keyring.Key, embedded, sideFiles bool) {
-	files := append([]string(nil), r.Files...)
+	var files []string
 	seen := map[string]bool{}
-	for _, f := range files {
-		seen[f] = true
-	}
 	dirs := map[string]bool{}
 	for _, f := range r.Files {
-		dirs[filepath.Dir(f)] = true
+		if a := absPath(f); !seen[a] {
+			seen[a] = true
+			files = append(files, f)
+			dirs[filepath.Dir(a)] = true
+		}
 	}
 	var side []string
 	for d := range dirs {
@@ -557,7 +563,7 @@ func verifyDetached(r *verifyReport, key *keyring.Key, embedded, sideFiles bool)
 			r.fail("detached-signature", f, err)
 			return
 		}
-		r.add("detached-signature", f, statusOK, "%s matches: HMAC-SHA256 of SHA-256 %s and size %d", filepath.Base(sigPath), sig.SHA256, sig.Size)
+		r.add("detached-signature", f, statusOK, "%s matches: HMAC-SHA256 of the file's SHA-256 (%.16s…) and size (%d bytes)", filepath.Base(sigPath), sig.SHA256, sig.Size)
 	}
 	for _, f := range files {
 		check(f, key != nil && !embedded)
@@ -574,4 +580,25 @@ func verifyDetached(r *verifyReport, key *keyring.Key, embedded, sideFiles bool)
 		}
 		check(f, false)
 	}
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// displayPath shortens an absolute path under the working directory to a
+// relative one, for people.
+func displayPath(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(cwd, p); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return p
 }
