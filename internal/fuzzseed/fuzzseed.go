@@ -2,13 +2,15 @@
 // under a package's testdata/fuzz/FuzzXxx/ in the "go test fuzz v1" format,
 // which `go test` runs as regression cases and the fuzzer starts from.
 //
-// Tests call Sync with the seeds they generate; with -update (the test's own
-// flag) the files are written, otherwise Sync checks they are all there, so a
-// seed added in code is never forgotten in the committed corpus.
+// Tests call Sync with the seeds they generate; with -update-seeds (or the
+// package's own -update flag, when it has one) the files are written,
+// otherwise Sync checks they are all there, so a seed added in code is never
+// forgotten in the committed corpus.
 package fuzzseed
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,16 +40,27 @@ func Encode(values ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+var updateSeeds = flag.Bool("update-seeds", false, "rewrite the fuzz seed corpus under testdata/fuzz")
+
+// Updating reports whether -update-seeds, or a package's own -update, is set.
+func Updating() bool {
+	if *updateSeeds {
+		return true
+	}
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
 // Seed is one corpus entry: its file name and the fuzz function's arguments.
 type Seed struct {
 	Name   string
 	Values []any
 }
 
-// Sync writes seeds to testdata/fuzz/target/ when update is true, and
+// Sync writes seeds to testdata/fuzz/target/ when updating, and
 // otherwise reports every seed whose file is missing. (A committed seed may
 // lag behind a writer that changed: it is still a valid input.)
-func Sync(t testing.TB, target string, update bool, seeds []Seed) {
+func Sync(t testing.TB, target string, seeds []Seed) {
 	t.Helper()
 	dir := filepath.Join("testdata", "fuzz", target)
 	sort.Slice(seeds, func(i, j int) bool { return seeds[i].Name < seeds[j].Name })
@@ -57,7 +70,7 @@ func Sync(t testing.TB, target string, update bool, seeds []Seed) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, s.Name)
-		if update {
+		if Updating() {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package localpath
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"github.com/sluice-ml/sluice/internal/fuzzseed"
 )
 
-var update = flag.Bool("update", false, "rewrite the fuzz seed corpus under testdata/fuzz")
-
 var nameSeeds = []string{"model.safetensors", "a/b.bin", "../x", "/abs", "a/./b", "a//b", `c:\x`, "."}
 
 func TestFuzzSeeds(t *testing.T) {
@@ -21,7 +18,7 @@ func TestFuzzSeeds(t *testing.T) {
 	for i, s := range nameSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{s}})
 	}
-	fuzzseed.Sync(t, "FuzzCheckName", *update, seeds)
+	fuzzseed.Sync(t, "FuzzCheckName", seeds)
 }
 
 func write(t *testing.T, p string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,8 +25,6 @@ import (
 // sequences of stream messages. A plugin must answer every input with a
 // result or an error: no panic, no hang, no sink handed more or fewer bytes
 // than the tensor's declared size.
-
-var update = flag.Bool("update", false, "rewrite the fuzz seed corpus under testdata/fuzz")
 
 // manifestSeeds are manifests as a host sends them (in a PlanRequest).
 func manifestSeeds() [][]byte {
@@ -426,20 +423,20 @@ func TestFuzzSeeds(t *testing.T) {
 	for i, b := range manifestSeeds() {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
 	}
-	fuzzseed.Sync(t, "FuzzManifestFromProto", *update, seeds)
+	fuzzseed.Sync(t, "FuzzManifestFromProto", seeds)
 	seeds = nil
 	for i, s := range configSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{[]byte(s)}})
 	}
-	fuzzseed.Sync(t, "FuzzConfigDecode", *update, seeds)
+	fuzzseed.Sync(t, "FuzzConfigDecode", seeds)
 	seeds = nil
 	for i, b := range writeSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
 	}
-	fuzzseed.Sync(t, "FuzzServerWrite", *update, seeds)
+	fuzzseed.Sync(t, "FuzzServerWrite", seeds)
 	seeds = nil
 	for i, b := range readSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
 	}
-	fuzzseed.Sync(t, "FuzzServerRead", *update, seeds)
+	fuzzseed.Sync(t, "FuzzServerRead", seeds)
 }
