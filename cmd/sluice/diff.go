@@ -672,6 +672,8 @@ func (s *stats) fill(d *diffTensor) {
 		d.RelRMSE = jsonFloat(rmse / rms)
 	}
 	switch {
+	case s.sumSq == 0 && s.na == s.nb:
+		d.Cosine = 1 // equal values; the quotient below could round below 1
 	case s.na == 0 && s.nb == 0:
 		d.Cosine = 1
 	case s.na == 0 || s.nb == 0:
