@@ -252,7 +252,9 @@ func outputRecords(manifestPath string, arts []plugin.Artifact) ([]FileRecord, e
 			if err != nil {
 				return nil, err
 			}
-			rec.SHA256, rec.Size, rec.ModTime = d.SHA256, d.Size, d.ModTime
+			// An output's time is only checked for later changes, never
+			// trusted for its digest, so it is kept however recent.
+			rec.SHA256, rec.Size = d.SHA256, d.Size
 		}
 		out = append(out, rec)
 	}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-ml/sluice/core/run"
+)
+
+// copySample copies the shipped sample checkpoint into a new directory.
+func copySample(t *testing.T, dir string) string {
+	t.Helper()
+	src := sampleDir(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Old enough that its time proves something (see run.racyWindow).
+		old := time.Now().Add(-time.Hour)
+		os.Chtimes(filepath.Join(dir, e.Name()), old, old)
+	}
+	return dir
+}
+
+var sampleDirOnce struct {
+	sync.Once
+	dir string
+}
+
+// sampleDir returns the shipped sample's directory, found once (tests may
+// change the working directory later).
+func sampleDir(t *testing.T) string {
+	sampleDirOnce.Do(func() { sampleDirOnce.dir = filepath.Join(repoRoot(t), "testdata", "sample") })
+	return sampleDirOnce.dir
+}
+
+func fileSHA256(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func readRunManifest(t *testing.T, p string) *run.Manifest {
+	t.Helper()
+	m, err := run.ReadManifest(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// mustRun runs sluice and fails the test on a non-zero exit.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, stderr, code := sluice(t, args...)
+	if code != 0 {
+		t.Fatalf("sluice %s: exit %d\n%s%s", strings.Join(args, " "), code, out, stderr)
+	}
+	return out
+}
+
+// withoutManifests drops run manifests, which record times and paths, from a
+// listing of outputs.
+func withoutManifests(files map[string][]byte) map[string][]byte {
+	for name := range files {
+		if strings.HasSuffix(name, run.ManifestSuffix) {
+			delete(files, name)
+		}
+	}
+	return files
+}
+
+func TestRunManifestRecordsTheRun(t *testing.T) {
+	const secret = "ci-secret-1b7c4e"
+	t.Setenv("SLUICE_VAR_signing_key", secret)
+	pipe := filepath.Join(repoRoot(t), "pipelines", "ci-artifact")
+	model := copySample(t, filepath.Join(t.TempDir(), "model"))
+	out := t.TempDir()
+	mustRun(t, "run", pipe, "-var", "out_dir="+out, "-var", "model_dir="+model, "--quiet")
+
+	var validated struct{ Digest string }
+	vout := mustRun(t, "validate", pipe, "-var", "out_dir="+out, "-var", "model_dir="+model, "--json")
+	if err := json.Unmarshal([]byte(vout), &validated); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	exeSum := fileSHA256(t, exe)
+
+	listed := map[string]bool{}
+	for _, name := range []string{"sample-q8_0.gguf" + run.ManifestSuffix, filepath.Join("safetensors", "model.safetensors"+run.ManifestSuffix)} {
+		path := filepath.Join(out, name)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("no run manifest: %v", err)
+		}
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Fatalf("%s contains the signing key", name)
+		}
+		m := readRunManifest(t, path)
+		if m.Pipeline.Digest != validated.Digest {
+			t.Errorf("%s: pipeline digest %s, validate says %s", name, m.Pipeline.Digest, validated.Digest)
+		}
+		if string(m.Pipeline.Variables["signing_key"]) != run.Redacted || m.Pipeline.Sensitive == "" {
+			t.Errorf("%s: the sensitive variable reads %s (fingerprint %q)", name, m.Pipeline.Variables["signing_key"], m.Pipeline.Sensitive)
+		}
+		var outDir string
+		json.Unmarshal(m.Pipeline.Variables["out_dir"], &outDir)
+		if outDir != out {
+			t.Errorf("%s: out_dir recorded as %s", name, m.Pipeline.Variables["out_dir"])
+		}
+		if m.Sluice != version || m.SluiceSHA256 != exeSum {
+			t.Errorf("%s: sluice %s %s, want %s %s", name, m.Sluice, m.SluiceSHA256, version, exeSum)
+		}
+		if m.Started.IsZero() || m.Finished.Before(m.Started) {
+			t.Errorf("%s: started %v, finished %v", name, m.Started, m.Finished)
+		}
+		entries, _ := os.ReadDir(model)
+		if len(m.Inputs) != len(entries) {
+			t.Errorf("%s: %d inputs recorded, the model directory has %d files", name, len(m.Inputs), len(entries))
+		}
+		for _, in := range m.Inputs {
+			fi, err := os.Stat(in.Path)
+			if err != nil || filepath.Dir(in.Path) != model {
+				t.Errorf("%s: input %s is not a file of the model directory", name, in.Path)
+				continue
+			}
+			if in.Size != uint64(fi.Size()) || in.SHA256 != fileSHA256(t, in.Path) || in.ModTime == "" {
+				t.Errorf("%s: input %s recorded as %d bytes, sha256 %s, mtime %q", name, in.Path, in.Size, in.SHA256, in.ModTime)
+			}
+		}
+		plugins := map[string]run.PluginRecord{}
+		for _, p := range m.Plugins {
+			plugins[p.Name] = p
+		}
+		for _, want := range []string{"gguf", "safetensors"} {
+			p, ok := plugins[want]
+			if !ok || !p.Builtin || p.SHA256 != exeSum || p.Version == "" || p.Protocol != "1.1" {
+				t.Errorf("%s: plugin %s recorded as %+v", name, want, p)
+			}
+		}
+		for _, o := range m.Outputs {
+			p := filepath.Join(filepath.Dir(path), filepath.FromSlash(o.Path))
+			fi, err := os.Stat(p)
+			if err != nil || uint64(fi.Size()) != o.Size || o.SHA256 != fileSHA256(t, p) {
+				t.Errorf("%s: output %s recorded as %d bytes, sha256 %s", name, o.Path, o.Size, o.SHA256)
+			}
+			rel, _ := filepath.Rel(out, p)
+			listed[rel] = true
+		}
+	}
+	for name := range withoutManifests(listFiles(t, out)) {
+		if !listed[name] {
+			t.Errorf("%s was written but no run manifest lists it", name)
+		}
+	}
+}
+
+func TestSkipUnchanged(t *testing.T) {
+	root := t.TempDir()
+	model := copySample(t, filepath.Join(root, "model"))
+	pipeDir := filepath.Join(root, "pipeline")
+	os.MkdirAll(pipeDir, 0o755)
+	src, _ := os.ReadFile(filepath.Join(repoRoot(t), "pipelines", "ci-artifact", "pipeline.hcl"))
+	pipe := filepath.Join(pipeDir, "pipeline.hcl")
+	os.WriteFile(pipe, src, 0o644)
+	out := filepath.Join(root, "dist")
+	t.Setenv("SLUICE_VAR_signing_key", "key-one")
+	args := []string{"run", pipe, "-var", "out_dir=" + out, "-var", "model_dir=" + model, "--skip-unchanged"}
+	gguf := filepath.Join(out, "sample-q8_0.gguf")
+
+	skips := func(t *testing.T) {
+		t.Helper()
+		before, _ := os.Stat(gguf)
+		start := time.Now()
+		stdout := mustRun(t, args...)
+		t.Logf("the check took %v", time.Since(start))
+		if !strings.Contains(stdout, "Nothing to do") {
+			t.Fatalf("the run was not skipped:\n%s", stdout)
+		}
+		if after, _ := os.Stat(gguf); !after.ModTime().Equal(before.ModTime()) {
+			t.Fatalf("a skipped run rewrote %s", gguf)
+		}
+	}
+	runs := func(t *testing.T, reason string) {
+		t.Helper()
+		stdout := mustRun(t, args...)
+		if !strings.Contains(stdout, "Running: ") || !strings.Contains(stdout, reason) || !strings.Contains(stdout, "wrote ") {
+			t.Fatalf("want a run because %q:\n%s", reason, stdout)
+		}
+	}
+
+	runs(t, "there is no run manifest")
+	skips(t)
+
+	// A touched input is read again; same bytes, so nothing to do, and the
+	// manifest remembers the new time.
+	cfg := filepath.Join(model, "config.json")
+	touched := time.Now().Add(-30 * time.Minute).Round(time.Second)
+	os.Chtimes(cfg, touched, touched)
+	skips(t)
+	for _, in := range readRunManifest(t, gguf+run.ManifestSuffix).Inputs {
+		if in.Path == cfg && in.ModTime != touched.UTC().Format(time.RFC3339Nano) {
+			t.Errorf("the manifest still records mtime %s for the touched input", in.ModTime)
+		}
+	}
+
+	// Same size, other bytes.
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, bytes.Replace(b, []byte("{\n"), []byte(" {"), 1), 0o644)
+	runs(t, "config.json changed (its SHA-256 differs)")
+	os.WriteFile(cfg, b, 0o644)
+	runs(t, "config.json changed")
+
+	os.WriteFile(filepath.Join(model, "README.md"), []byte("new file\n"), 0o644)
+	runs(t, "README.md is new")
+	skips(t)
+
+	t.Setenv("SLUICE_VAR_signing_key", "key-two")
+	runs(t, "a sensitive variable has another value")
+	skips(t)
+
+	os.WriteFile(pipe, append(src, "\n# edited\n"...), 0o644)
+	runs(t, "the pipeline changed")
+
+	g, _ := os.ReadFile(gguf)
+	os.WriteFile(gguf, append(g, 0), 0o644)
+	runs(t, "sample-q8_0.gguf was modified after the run")
+	os.Remove(filepath.Join(out, "safetensors", "config.json"))
+	runs(t, "config.json is missing")
+	skips(t)
+}
+
+// The same pipeline over copies of the same checkpoint, from other working
+// directories and other output directories, writes the same bytes: no
+// absolute path, time or directory name reaches an output.
+func TestOutputsDoNotDependOnDirectories(t *testing.T) {
+	root := repoRoot(t)
+	sampleDir(t)
+	for _, name := range []string{"quickstart", "ci-artifact", "sign-and-shard"} {
+		t.Run(name, func(t *testing.T) {
+			pipe := filepath.Join(root, "pipelines", name)
+			var runs []map[string][]byte
+			var dirs []string
+			for i, sub := range []string{"a", filepath.Join("b", "deeper", "c")} {
+				base := filepath.Join(t.TempDir(), sub)
+				model := copySample(t, filepath.Join(base, "checkpoint"))
+				work := filepath.Join(base, "work")
+				os.MkdirAll(work, 0o755)
+				t.Chdir(work)
+				args := []string{"run", pipe, "-var", "out_dir=out", "-var", "model_dir=" + model, "--quiet"}
+				if i == 1 {
+					args = append(args, "--in-process", "--workers", "1")
+				}
+				mustRun(t, args...)
+				runs = append(runs, withoutManifests(listFiles(t, filepath.Join(work, "out"))))
+				dirs = append(dirs, base)
+			}
+			if len(runs[0]) == 0 || len(runs[0]) != len(runs[1]) {
+				t.Fatalf("the runs wrote %d and %d files", len(runs[0]), len(runs[1]))
+			}
+			for file, b := range runs[0] {
+				if !bytes.Equal(runs[1][file], b) {
+					t.Errorf("%s differs between the runs", file)
+				}
+				for _, d := range dirs {
+					if bytes.Contains(b, []byte(d)) {
+						t.Errorf("%s names the directory %s", file, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The nightly job: prepare the f16 GGUF, re-quantize, gate on drift, and
+// skip when nothing changed.
+func TestNightlyRequantization(t *testing.T) {
+	root := repoRoot(t)
+	pipe := filepath.Join(root, "pipelines", "nightly-requant")
+	out := t.TempDir()
+	mustRun(t, "run", filepath.Join(pipe, "prepare"), "-var", "out_dir="+out, "--quiet")
+	mustRun(t, "run", pipe, "-var", "out_dir="+out, "--skip-unchanged", "--quiet")
+	f16 := filepath.Join(out, "input", "sample-f16.gguf")
+	for _, tc := range []struct {
+		file   string
+		cosine string
+	}{{"sample-Q8_0.gguf", "0.999"}, {"sample-Q4_K_M.gguf", "0.99"}} {
+		if _, stderr, code := sluice(t, "diff", f16, filepath.Join(out, tc.file), "--min-cosine", tc.cosine, "--quiet"); code != 0 {
+			t.Errorf("drift gate on %s (min cosine %s): exit %d\n%s", tc.file, tc.cosine, code, stderr)
+		}
+	}
+	// The gate does fail: Q4_K_M is not within 1e-6 of f16.
+	if _, _, code := sluice(t, "diff", f16, filepath.Join(out, "sample-Q4_K_M.gguf"), "--min-cosine", "0.999999", "--quiet"); code != 4 {
+		t.Errorf("a drift gate past Q4_K_M's precision passed (exit %d)", code)
+	}
+	if stdout := mustRun(t, "run", pipe, "-var", "out_dir="+out, "--skip-unchanged"); !strings.Contains(stdout, "Nothing to do") {
+		t.Errorf("the second nightly run did work:\n%s", stdout)
+	}
+	q := readRunManifest(t, filepath.Join(out, "sample-Q4_K_M.gguf"+run.ManifestSuffix))
+	if len(q.Inputs) != 1 || q.Inputs[0].Path != f16 || q.Inputs[0].SHA256 != fileSHA256(t, f16) {
+		t.Errorf("the nightly manifest records inputs %+v", q.Inputs)
+	}
+}
+
+// The CI artifact pipeline's outputs verify with the key and fail with
+// another one.
+func TestCIArtifact(t *testing.T) {
+	pipe := filepath.Join(repoRoot(t), "pipelines", "ci-artifact")
+	out := t.TempDir()
+	t.Setenv("SLUICE_VAR_signing_key", "release-key")
+	mustRun(t, "run", pipe, "-var", "out_dir="+out, "--quiet")
+	for _, p := range []string{filepath.Join(out, "sample-q8_0.gguf"), filepath.Join(out, "safetensors")} {
+		if _, stderr, code := sluice(t, "verify", p, "--key", "release-key", "--quiet"); code != 0 {
+			t.Errorf("verify %s: exit %d\n%s", p, code, stderr)
+		}
+		if _, _, code := sluice(t, "verify", p, "--key", "another-key", "--quiet"); code != exitBadInput {
+			t.Errorf("verify %s with the wrong key: exit %d, want %d", p, code, exitBadInput)
+		}
+	}
+}
