@@ -94,7 +94,7 @@ func (a *app) runFmt(stdinR io.Reader, args []string, ff fmtFlags) error {
 		}
 		out, changed, err := a.formatOne("<stdin>", src)
 		if err != nil {
-			return err
+			return reported(exitBadConfig, err)
 		}
 		if changed {
 			unformatted++
