@@ -48,7 +48,8 @@ set or a Hugging Face directory.
 It builds the pipeline a pipeline file would hold and runs it: --dtype
 becomes the sink's dtype when the output format has one (gguf, safetensors),
 else a quantize stage; --shard the sink's shard size when it has one (apsim),
-else a shard stage; --key, --key-file or --user-key a sign stage (apsim embeds
+else a shard stage (after a quantize stage for --dtype, so that shards are
+measured in the output dtype); --key, --key-file or --user-key a sign stage (apsim embeds
 the signature; other formats get NAME.sig beside each file). Formats that
 cannot hold a dtype expand it (to f32) and say so in the plan.
 
@@ -184,10 +185,15 @@ func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, 
 	body.AppendNewline()
 	input := "source.in"
 	sinkAttrs := map[string]cty.Value{}
+	// A shard stage measures the tensors it sees; when the sink converts
+	// them (--dtype), a quantize stage before it converts them first, so
+	// the shards come out at the size asked for.
+	shardStage := cf.shard != "" && !has("shard")
 	if cf.dtype != "" {
 		if has("dtype") {
 			sinkAttrs["dtype"] = cty.StringVal(cf.dtype)
-		} else {
+		}
+		if !has("dtype") || shardStage {
 			tb := body.AppendNewBlock("transform", []string{"quantize", "dtype"}).Body()
 			tb.SetAttributeTraversal("input", traversal(input))
 			tb.SetAttributeValue("type", cty.StringVal(cf.dtype))
@@ -196,7 +202,7 @@ func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, 
 		}
 	}
 	if cf.shard != "" {
-		if has("shard") {
+		if !shardStage {
 			sinkAttrs["shard"] = cty.StringVal(cf.shard)
 		} else {
 			tb := body.AppendNewBlock("transform", []string{"shard", "shards"}).Body()

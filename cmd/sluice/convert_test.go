@@ -82,6 +82,21 @@ func TestConvertFlagsOnEveryFormat(t *testing.T) {
 				t.Errorf("the set holds %d tensors", r.TensorCount)
 			}
 		}},
+		{"--shard measures shards in the --dtype written", f.HF, "m.gguf", []string{"--shard", "30KB", "--dtype", "q4_0", "--arch", "auto"}, func(t *testing.T, out string) {
+			shards := glob(t, strings.TrimSuffix(out, ".gguf")+"-*-of-*.gguf")
+			if len(shards) != 3 {
+				t.Errorf("%d shards of 66 kB of q4_0 at 30KB each, want 3", len(shards))
+			}
+			for _, s := range shards {
+				if fi, _ := os.Stat(s); fi.Size() > 40_000 {
+					t.Errorf("%s has %d bytes", s, fi.Size())
+				}
+			}
+			// The same bytes as the unsharded conversion.
+			whole := filepath.Join(t.TempDir(), "whole.gguf")
+			sluiceCode(t, exitOK, "convert", f.HF, whole, "--dtype", "q4_0", "--arch", "auto", "--in-process", "-q")
+			sluiceCode(t, exitOK, "diff", whole, out, "--strict", "-q")
+		}},
 		{"--shard to safetensors", f.HF, "m.safetensors", []string{"--shard", "100KB"}, func(t *testing.T, out string) {
 			if n := len(glob(t, filepath.Join(filepath.Dir(out), "m-*-of-*.safetensors"))); n < 2 {
 				t.Errorf("%d shards", n)
