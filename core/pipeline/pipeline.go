@@ -131,7 +131,9 @@ func ParseFiles(path string) (*hclparse.Parser, []*hcl.File, string, hcl.Diagnos
 	if fi.IsDir() {
 		matches, _ := filepath.Glob(filepath.Join(path, "*.hcl"))
 		for _, m := range matches {
-			if !strings.HasSuffix(m, ".sluicevars.hcl") {
+			// Variable files and hidden files (the plugin lock file,
+			// .sluice.lock.hcl) are not pipeline files.
+			if !strings.HasSuffix(m, ".sluicevars.hcl") && !strings.HasPrefix(filepath.Base(m), ".") {
 				names = append(names, m)
 			}
 		}
