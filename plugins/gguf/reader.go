@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
@@ -314,6 +315,9 @@ func (p *parser) keyValue(i uint64) error {
 	if key == "" {
 		return r.ErrorAt(off, "metadata entry %d has an empty key", i)
 	}
+	if !utf8.ValidString(key) {
+		return r.ErrorAt(off, "the key of metadata entry %d, %q, is not valid UTF-8 (GGUF strings are UTF-8)", i, key)
+	}
 	if _, dup := p.f.Metadata.Get(key); dup {
 		return r.ErrorAt(off, "metadata key %q appears twice", key)
 	}
@@ -509,6 +513,9 @@ func (p *parser) tensorInfo(i uint64) (Tensor, error) {
 	}
 	if name == "" {
 		return t, r.ErrorAt(t.InfoOffset, "tensor %d has an empty name", i)
+	}
+	if !utf8.ValidString(name) {
+		return t, r.ErrorAt(t.InfoOffset, "the name of tensor %d, %q, is not valid UTF-8 (GGUF strings are UTF-8)", i, name)
 	}
 	t.Name = name
 	fail := func(off int64, format string, args ...any) (Tensor, error) {
