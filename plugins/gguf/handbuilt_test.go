@@ -134,4 +134,3 @@ func validGGUF() ggufSpec {
 		data: data,
 	}
 }
-
