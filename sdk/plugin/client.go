@@ -265,6 +265,9 @@ type remoteSink struct {
 }
 
 func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
+	if err := checkWireStrings(in); err != nil {
+		return nil, err
+	}
 	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: ManifestToProto(in)})
 	if err != nil {
 		return nil, s.c.err(err)
@@ -273,6 +276,9 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 }
 
 func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOptions) error {
+	if err := checkWireStrings(m); err != nil {
+		return err
+	}
 	req := &pb.BeginRequest{
 		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
 		Finalize: opts.Finalize,

@@ -118,6 +118,9 @@ func (s sourceServer) Describe(ctx context.Context, req *pb.SessionRequest) (*pb
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := checkWireStrings(m); err != nil {
+		return nil, toStatus(err)
+	}
 	return &pb.DescribeResponse{Manifest: ManifestToProto(m)}, nil
 }
 
