@@ -80,7 +80,11 @@ func (p *progress) Advance(n uint64) {
 		}
 		if pct/10 > p.lastPct/10 && time.Since(p.lastAt) > time.Second || pct == 100 && p.lastPct != 100 {
 			p.lastPct, p.lastAt = pct, time.Now()
-			fmt.Fprintf(p.w, "progress: %3d%% %s of %s, %s/s\n", pct, bytesize.Human(p.done), bytesize.Human(p.total), bytesize.Human(p.rate()))
+			eta := ""
+			if r := p.rate(); r > 0 && p.done < p.total {
+				eta = ", ETA " + (time.Duration(float64(p.total-p.done) / float64(r) * float64(time.Second))).Round(time.Second).String()
+			}
+			fmt.Fprintf(p.w, "progress: %3d%% %s of %s, %s/s%s\n", pct, bytesize.Human(p.done), bytesize.Human(p.total), bytesize.Human(p.rate()), eta)
 		}
 	case "json":
 		writeJSONLine(p.w, map[string]any{"event": "progress", "bytes": p.done, "total": p.total})

@@ -263,6 +263,27 @@ func TestVerifyDetachedSignatures(t *testing.T) {
 	}
 }
 
+func TestVerifyAPRSet(t *testing.T) {
+	f := fixtures(t)
+	out := filepath.Join(t.TempDir(), "m.apr")
+	sluiceCode(t, exitOK, "convert", f.HF, out, "--shard", "100KB", "--in-process", "-q")
+	shards := glob(t, filepath.Join(filepath.Dir(out), "m-*-of-*.apr"))
+	if len(shards) < 2 {
+		t.Fatalf("%d shards", len(shards))
+	}
+	var r verifyReport
+	js, _ := sluiceCode(t, exitOK, "verify", shards[len(shards)-1], "--json")
+	decodeJSON(t, js, &r)
+	if len(r.Files) != len(shards) {
+		t.Errorf("verify of one shard checked %d files of %d", len(r.Files), len(shards))
+	}
+	flipByte(t, shards[0], -100)
+	text, _ := sluiceCode(t, exitBadInput, "verify", shards[len(shards)-1])
+	if !strings.Contains(text, filepath.Base(shards[0])) {
+		t.Errorf("the damaged shard is not named:\n%s", text)
+	}
+}
+
 func TestVerifyJSONGolden(t *testing.T) {
 	f := fixtures(t)
 	out, _ := sluiceCode(t, exitOK, "verify", f.ApsimSetName, "--key", testSecret, "--json")
