@@ -518,6 +518,9 @@ func (q *QTensor) Decode(dst []float32, src []byte) error {
 	scales := make([]float32, q.scaleCount)
 	for g := range scales {
 		scales[g] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*g:]))
+		if math.IsNaN(float64(scales[g])) || math.IsInf(float64(scales[g]), 0) {
+			return &ScaleError{DType: q.format.DType, Block: g, Value: scales[g]}
+		}
 	}
 	codes := src[4*q.scaleCount:]
 	f := q.format
