@@ -92,6 +92,10 @@ func (o *convertOp) UnitBytes() (uint64, uint64) { return o.inBytes, o.outBytes 
 
 func (o *convertOp) Apply(dst, src []byte) error {
 	n := uint64(len(src)) / o.inBytes * o.unit
+	// A block whose scale is NaN or infinite is damaged input.
+	if err := codec.CheckScales(o.from, src); err != nil {
+		return err
+	}
 	return codec.Convert(o.from, o.to, dst, src, int(n))
 }
 
@@ -139,7 +143,7 @@ func (o *wholeConvert) Apply(dst, src []byte) error {
 	var err error
 	if codec.IsQTensor(o.in.DType) {
 		err = codec.DecodeQTensor(&o.in, vals, src)
-	} else {
+	} else if err = codec.CheckScales(o.in.DType, src); err == nil {
 		err = codec.DecodeFloat32(o.in.DType, vals, src)
 	}
 	if err != nil {
