@@ -292,3 +292,32 @@ func TestConvertProgress(t *testing.T) {
 		t.Errorf("--quiet printed:\n%s%s", out, stderr)
 	}
 }
+
+// TestConvertFromEveryFormat converts every readable format to safetensors
+// and checks, with diff, that the values came through: exactly, or as
+// their exact f32 expansion for dtypes safetensors cannot hold.
+func TestConvertFromEveryFormat(t *testing.T) {
+	f := fixtures(t)
+	root := repoRoot(t)
+	for _, tc := range []struct{ name, in string }{
+		{"hugging face directory", f.HF},
+		{"safetensors", f.ST},
+		{"gguf q8_0", f.GGUF},
+		{"gguf split set", f.GGUFSplit},
+		{"apsim", f.Apsim},
+		{"apsim set", f.ApsimSet},
+		{"apsim QTensors", f.ApsimQ},
+		{"apr", f.APR},
+		{"pytorch", filepath.Join(root, "plugins", "pytorch", "testdata", "params.pth")},
+		{"onnx", filepath.Join(root, "plugins", "onnx", "testdata", "model.onnx")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.safetensors")
+			sluiceCode(t, exitOK, "convert", tc.in, out, "--in-process", "-q")
+			r := diffOf(t, exitOK, tc.in, out, "--max-abs", "0", "--ignore-metadata")
+			if r.Summary.Compared == 0 || len(r.Tensors.OnlyInA)+len(r.Tensors.OnlyInB) != 0 {
+				t.Errorf("%d compared, only in A %v, only in B %v", r.Summary.Compared, r.Tensors.OnlyInA, r.Tensors.OnlyInB)
+			}
+		})
+	}
+}

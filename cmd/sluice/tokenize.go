@@ -88,6 +88,9 @@ func loadVocab(ctx context.Context, h *host.Host, arg string) (*vocabSource, err
 		clone := md.Clone()
 		return &vocabSource{From: c.Format + " metadata (tokenizer.ggml.*)", Metadata: &clone}, nil
 	}
+	if _, ok := md.Get(aprVocabulary); ok {
+		return &vocabSource{From: c.Format + " metadata (tokenizer.vocabulary …)", Metadata: ggufKeysFromAPR(md)}, nil
+	}
 	if _, ok := md.Get(tokenizer.KeyChatTemplate); ok {
 		clone := md.Clone()
 		return &vocabSource{From: c.Format + " metadata", Metadata: &clone}, nil
@@ -156,8 +159,9 @@ func (a *app) tokenizeCommand() *cobra.Command {
 		Short: "Encode text into token ids with a checkpoint's own tokenizer (or decode ids)",
 		Long: `tokenize encodes TEXT ("-" reads standard input) with the tokenizer a
 checkpoint carries: a Hugging Face directory's tokenizer.json and
-tokenizer_config.json (the weights are not needed), or a GGUF file's
-tokenizer.ggml.* keys (only its header is read). The pre-tokenizer comes from
+tokenizer_config.json (the weights are not needed), a GGUF file's
+tokenizer.ggml.* keys (only its header is read), an APR file's tokenizer.*
+keys, or the tokenizer files another checkpoint carries in its metadata. The pre-tokenizer comes from
 the tokenizer's own configuration; an unknown one is an error.
 
 Special tokens the checkpoint adds around every input (BOS, EOS) are added
@@ -300,4 +304,39 @@ func parseIDs(s string) ([]int32, error) {
 		ids = append(ids, int32(n))
 	}
 	return ids, nil
+}
+
+// aprVocabulary is the key under which aprender's APR metadata holds a
+// vocabulary; its other tokenizer.* keys follow.
+const aprVocabulary = "tokenizer.vocabulary"
+
+// aprTokenizerKeys maps aprender's tokenizer keys to the GGUF keys they
+// were made from (the APR plugin writes tokenizer.vocabulary from
+// tokenizer.ggml.tokens, and so on).
+var aprTokenizerKeys = [][2]string{
+	{aprVocabulary, tokenizer.KeyTokens},
+	{"tokenizer.model", tokenizer.KeyModel},
+	{"tokenizer.pre_type", tokenizer.KeyPre},
+	{"tokenizer.merges", tokenizer.KeyMerges},
+	{"tokenizer.scores", tokenizer.KeyScores},
+	{"tokenizer.token_type", tokenizer.KeyTokenType},
+	{"tokenizer.bos_token_id", tokenizer.KeyBOSID},
+	{"tokenizer.eos_token_id", tokenizer.KeyEOSID},
+	{"tokenizer.padding_token_id", tokenizer.KeyPaddingID},
+	{"tokenizer.add_bos_token", tokenizer.KeyAddBOS},
+	{tokenizer.KeyAddEOS, tokenizer.KeyAddEOS},
+	{tokenizer.KeyAddSpacePrefix, tokenizer.KeyAddSpacePrefix},
+	{tokenizer.KeyChatTemplate, tokenizer.KeyChatTemplate},
+}
+
+// ggufKeysFromAPR returns the GGUF tokenizer keys an APR file's metadata
+// stands for.
+func ggufKeysFromAPR(md *tensor.Metadata) *tensor.Metadata {
+	out := &tensor.Metadata{}
+	for _, kv := range aprTokenizerKeys {
+		if v, ok := md.Get(kv[0]); ok {
+			out.Set(kv[1], v)
+		}
+	}
+	return out
 }

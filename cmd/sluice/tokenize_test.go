@@ -45,7 +45,7 @@ func TestTokenizeHuggingFaceAndGGUFAgree(t *testing.T) {
 				args = append(args, "--no-special")
 			}
 			want := fmt.Sprint(ref.Encode(text, special))
-			for _, ckpt := range []string{f.HF, filepath.Join(f.HF, "tokenizer.json"), f.ST + "-dir", gguf} {
+			for _, ckpt := range []string{f.HF, filepath.Join(f.HF, "tokenizer.json"), f.ST + "-dir", gguf, f.ApsimQ, f.APR} {
 				if ckpt == f.ST+"-dir" {
 					ckpt = filepath.Dir(f.ST) // the safetensors sink wrote the tokenizer files beside the file
 				}
@@ -94,7 +94,7 @@ func TestTemplateShowsAndRenders(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(f.HF, "tokenizer_config.json"))
 	json.Unmarshal(b, &cfg)
-	for _, ckpt := range []string{f.HF, gguf} {
+	for _, ckpt := range []string{f.HF, gguf, f.ApsimQ, f.APR} {
 		out, _ := sluiceCode(t, exitOK, "template", ckpt)
 		if strings.TrimSuffix(out, "\n") != strings.TrimSuffix(cfg.ChatTemplate, "\n") {
 			t.Errorf("%s: template is\n%s\nwant\n%s", ckpt, out, cfg.ChatTemplate)
@@ -104,7 +104,7 @@ func TestTemplateShowsAndRenders(t *testing.T) {
 	msgs := filepath.Join(dir, "chat.json")
 	os.WriteFile(msgs, []byte(`[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}]`), 0o644)
 	want := "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
-	for _, ckpt := range []string{f.HF, gguf} {
+	for _, ckpt := range []string{f.HF, gguf, f.APR} {
 		out, _ := sluiceCode(t, exitOK, "template", ckpt, "--messages", msgs)
 		if out != want {
 			t.Errorf("%s rendered %q, want %q", ckpt, out, want)
