@@ -13,8 +13,17 @@ import (
 // error blames the input (a checkpoint with, say, a vocabulary of raw bytes)
 // instead of failing as an internal marshalling error.
 func checkWireStrings(m *tensor.Manifest) error {
+	// Name the file when the manifest says where its tensors lie (the
+	// metadata comes from the same file, or the first of a set).
+	file := ""
+	for i := range m.Tensors {
+		if l := m.Tensors[i].Location; l != nil && utf8.ValidString(l.Path) {
+			file = l.Path
+			break
+		}
+	}
 	bad := func(what string) error {
-		return &InputError{Msg: what + " is not valid UTF-8, which the plugin protocol needs for strings"}
+		return &InputError{File: file, Msg: what + " is not valid UTF-8, which the plugin protocol needs for strings"}
 	}
 	var err error
 	m.Metadata.All(func(k string, v tensor.Value) bool {
@@ -34,11 +43,11 @@ func checkWireStrings(m *tensor.Manifest) error {
 			return bad(fmt.Sprintf("tensor name %q", t.Name))
 		}
 		if !utf8.ValidString(string(t.DType)) {
-			return &InputError{Tensor: t.Name, Msg: fmt.Sprintf("dtype %q is not valid UTF-8", t.DType)}
+			return &InputError{File: file, Tensor: t.Name, Msg: fmt.Sprintf("dtype %q is not valid UTF-8", t.DType)}
 		}
 		for k, v := range t.Attrs {
 			if !utf8.ValidString(k) || !utf8.ValidString(v) {
-				return &InputError{Tensor: t.Name, Msg: fmt.Sprintf("attribute %q = %q is not valid UTF-8", k, v)}
+				return &InputError{File: file, Tensor: t.Name, Msg: fmt.Sprintf("attribute %q = %q is not valid UTF-8", k, v)}
 			}
 		}
 		if t.Location != nil && !utf8.ValidString(t.Location.Path) {

@@ -30,6 +30,7 @@ func TestInvalidUTF8IsBadInput(t *testing.T) {
 		"string value": func() *tensor.Manifest {
 			m := &tensor.Manifest{}
 			m.Metadata.Set("tokenizer.ggml.tokens", tensor.StringArray([]string{"a", "\xe4\xbd"}))
+			m.Tensors = []tensor.TensorInfo{{Name: "w", DType: tensor.U8, Shape: []uint64{1}, Size: 1, Location: &tensor.FileRef{Path: "/models/m.gguf", Length: 1}}}
 			return m
 		}(),
 		"tensor name": {Tensors: []tensor.TensorInfo{{Name: "w\xff", DType: tensor.U8, Shape: []uint64{1}, Size: 1}}},
@@ -41,6 +42,9 @@ func TestInvalidUTF8IsBadInput(t *testing.T) {
 		st, _ := status.FromError(err)
 		if st.Code() != codes.InvalidArgument || !IsBadInput(fromStatus(err)) || !strings.Contains(st.Message(), "not valid UTF-8") {
 			t.Errorf("%s: got %v, want a bad-input error about UTF-8", name, err)
+		}
+		if name == "string value" && !strings.Contains(st.Message(), "/models/m.gguf") {
+			t.Errorf("%s: the error does not name the file the tensors lie in: %v", name, err)
 		}
 	}
 }
