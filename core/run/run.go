@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -191,6 +192,10 @@ type treeError struct {
 func (e *treeError) Error() string {
 	if e.leaf != nil {
 		return fmt.Sprintf("%s: tensor %q: %v", e.leaf.Sink.Stage.Addr(), e.leaf.Name, e.err)
+	}
+	if l := e.tree.Tensor.Location; l != nil && !strings.Contains(e.err.Error(), l.Path) {
+		// Bad bytes read from a file: name it.
+		return fmt.Sprintf("%s: %s: tensor %q: %v", e.tree.Source.Addr(), l.Path, e.tree.Tensor.Name, e.err)
 	}
 	return fmt.Sprintf("%s: tensor %q: %v", e.tree.Source.Addr(), e.tree.Tensor.Name, e.err)
 }
