@@ -29,7 +29,7 @@ type CorruptOptions struct {
 	// ConvertArgs are extra convert flags (e.g. --dtype f32).
 	ConvertArgs []string
 	// Flips is the number of flipped-byte files run through the CLI (the
-	// in-process suite tries every byte); default 8.
+	// in-process suite tries every byte); default 4.
 	Flips int
 	// Timeout bounds each command (default 30 s).
 	Timeout time.Duration
@@ -62,12 +62,12 @@ type CLIResult struct {
 // ends with exit code 3 and a clear error naming the file (or 0 where the
 // damage may leave a readable file), within the time bound and the memory
 // bound, without a panic, leaving no output and no temporary file behind.
-// Every crafted damage and every section-boundary truncation is run; a few
-// random truncations and flipped bytes too.
+// Every crafted damage is converted (and a sample described); a sample of
+// the truncations and flipped bytes is run too.
 func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts CorruptOptions) []CLIResult {
 	t.Helper()
 	if opts.Flips == 0 {
-		opts.Flips = 8
+		opts.Flips = 4
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
@@ -75,8 +75,18 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 	if opts.MaxRSS == 0 {
 		opts.MaxRSS = 100 << 20
 	}
-	var chosen []plugintest.Damage
-	var flips, random []plugintest.Damage
+	// Every crafted damage goes through `convert` (which reads the header,
+	// then every tensor's data); `info` (headers only) takes the damages
+	// that leave headers intact, and a sample of the rest. A few
+	// truncations and flips go through too; the in-process suite tries
+	// every one.
+	type run struct {
+		d    plugintest.Damage
+		cmds []string
+	}
+	var runs []run
+	var flips, cuts, random []plugintest.Damage
+	crafted := 0
 	for _, d := range s.Damages() {
 		switch {
 		case d.Kind == "flip":
@@ -85,16 +95,25 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 			random = append(random, d)
 		case d.Kind == "truncation" && strings.Contains(d.Name, "from the end of"):
 			// one byte either side of a boundary: in-process only
+		case d.Kind == "truncation":
+			cuts = append(cuts, d)
 		default:
-			chosen = append(chosen, d)
+			cmds := []string{"convert"}
+			if d.DataOnly || crafted%4 == 0 {
+				cmds = append(cmds, "info")
+			}
+			crafted++
+			runs = append(runs, run{d, cmds})
 		}
 	}
-	for i := 0; i < len(random) && i < 4; i++ {
-		chosen = append(chosen, random[i*len(random)/4])
+	sample := func(list []plugintest.Damage, n int, cmd string) {
+		for i := 0; i < n && i < len(list); i++ {
+			runs = append(runs, run{list[i*len(list)/min(n, len(list))], []string{cmd}})
+		}
 	}
-	for i := 0; i < opts.Flips && len(flips) > 0; i++ {
-		chosen = append(chosen, flips[i*len(flips)/opts.Flips])
-	}
+	sample(cuts, 6, "info")
+	sample(random, 2, "convert")
+	sample(flips, opts.Flips, "convert")
 
 	var mu sync.Mutex
 	results := map[string]*CLIResult{}
@@ -112,7 +131,8 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 	}
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
-	for i, d := range chosen {
+	for i, rn := range runs {
+		d := rn.d
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -126,7 +146,7 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 				return
 			}
 			out := filepath.Join(dir, "out", opts.ConvertTo)
-			for _, cmd := range []string{"info", "convert"} {
+			for _, cmd := range rn.cmds {
 				args := []string{"info", in}
 				if cmd == "convert" {
 					args = append([]string{"convert", in, out, "--quiet"}, opts.ConvertArgs...)
