@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
@@ -193,11 +194,32 @@ func (e *treeError) Error() string {
 	if e.leaf != nil {
 		return fmt.Sprintf("%s: tensor %q: %v", e.leaf.Sink.Stage.Addr(), e.leaf.Name, e.err)
 	}
-	if l := e.tree.Tensor.Location; l != nil && !strings.Contains(e.err.Error(), l.Path) {
-		// Bad bytes read from a file: name it.
-		return fmt.Sprintf("%s: %s: tensor %q: %v", e.tree.Source.Addr(), l.Path, e.tree.Tensor.Name, e.err)
+	// Name the file the bytes came from: the tensor's own, or the source's.
+	file := sourcePath(e.tree.Source)
+	if l := e.tree.Tensor.Location; l != nil {
+		file = l.Path
+	}
+	if file != "" && !strings.Contains(e.err.Error(), file) {
+		return fmt.Sprintf("%s: %s: tensor %q: %v", e.tree.Source.Addr(), file, e.tree.Tensor.Name, e.err)
 	}
 	return fmt.Sprintf("%s: tensor %q: %v", e.tree.Source.Addr(), e.tree.Tensor.Name, e.err)
+}
+
+// sourcePath returns a source stage's path attribute, when it has a plain
+// (not sensitive) string one.
+func sourcePath(st *pipeline.Stage) string {
+	if st == nil || st.IsSensitive("path") {
+		return ""
+	}
+	cfg := st.Config
+	if !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute("path") {
+		return ""
+	}
+	v := cfg.GetAttr("path")
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return ""
+	}
+	return v.AsString()
 }
 
 func (e *treeError) Unwrap() error { return e.err }

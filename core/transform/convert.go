@@ -147,7 +147,7 @@ func (o *wholeConvert) Apply(dst, src []byte) error {
 		err = codec.DecodeFloat32(o.in.DType, vals, src)
 	}
 	if err != nil {
-		return fmt.Errorf("tensor %q: %w", o.in.Name, err)
+		return err // the runner names the tensor
 	}
 	if codec.IsQTensor(o.out.DType) {
 		return codec.EncodeQTensor(&o.out, dst, vals)
