@@ -111,6 +111,12 @@ func TestVerifyApsimSignatureStatesAreReported(t *testing.T) {
 	if !strings.Contains(out, "FAILED") || !strings.Contains(out, "signature does not match") || !strings.Contains(out, "model.apsim.index.json") {
 		t.Errorf("a wrong key should fail the signature check, naming the index:\n%s", out)
 	}
+	js, _ := sluiceCode(t, exitBadInput, "verify", f.ApsimSet, "--key", "another secret", "--json")
+	var r verifyReport
+	decodeJSON(t, js, &r)
+	if r.OK || len(r.Files) != 4 || len(r.Checks) != 2 || r.Checks[0].Status != statusOK || r.Checks[1].Check != "signature" || r.Checks[1].Status != statusFailed {
+		t.Errorf("a wrong key: the digests hold, the signature fails, every file is listed:\n%s", js)
+	}
 	out, _ = sluiceCode(t, exitBadInput, "verify", f.ApsimQ, "--key", testSecret)
 	if !strings.Contains(out, "not signed") {
 		t.Errorf("a key given for an unsigned checkpoint should fail:\n%s", out)
