@@ -59,8 +59,8 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 		t.Fatalf("lock entry: %+v", e)
 	}
 	mustRun(t, "plugins", "install", built, "--pipeline", fromNPZ, "--quiet")
-	if list := mustRun(t, "plugins", "list"); !strings.Contains(list, "npz") || !strings.Contains(list, installed) {
-		t.Errorf("plugins list does not show the installed plugin:\n%s", list)
+	if list := mustRun(t, "plugins", "list", "--pipeline", toNPZ); !strings.Contains(list, installed) || !strings.Contains(list, "locked 0.1.0") {
+		t.Errorf("plugins list does not show the installed, locked plugin:\n%s", list)
 	}
 
 	mustRun(t, "run", toNPZ, "--quiet")
@@ -89,6 +89,9 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 		t.Errorf("a binary that does not match the lock: exit %d\n%s", code, stderr)
 	}
 	// Installing it records it; the next scheduled run notices the change.
+	if list := mustRun(t, "plugins", "list", "--pipeline", toNPZ); !strings.Contains(list, "MISMATCH") {
+		t.Errorf("plugins list does not flag the binary that does not match the lock:\n%s", list)
+	}
 	mustRun(t, "plugins", "install", rebuilt, "--pipeline", toNPZ, "--quiet")
 	if stdout := mustRun(t, "run", toNPZ, "--skip-unchanged"); !strings.Contains(stdout, "the binary of plugin npz changed") {
 		t.Errorf("the run after a reinstall:\n%s", stdout)

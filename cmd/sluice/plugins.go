@@ -20,7 +20,8 @@ func (a *app) pluginsCommand() *cobra.Command {
 		Use:   "plugins",
 		Short: "Inspect plugins",
 	}
-	cmd.AddCommand(&cobra.Command{
+	var lockDir string
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List built-in and installed plugins with their versions, protocol and components",
 		Long: `list shows every plugin sluice can use: the ones built into this binary and
@@ -29,7 +30,9 @@ third-party binaries named sluice-plugin-NAME found on SLUICE_PLUGIN_PATH
 listed as such). For each: its version, the protocol version it speaks
 (major.minor of sluice.plugin.v1), the source and sink types it serves and
 the file name suffixes they usually read and write (a hint only: sources
-detect files by content). --json adds each component's description.`,
+detect files by content). --json adds each component's description.
+Installed plugins are checked against the lock file of the pipeline in
+--pipeline DIR (default: the current directory), when there is one.`,
 		Example: "  sluice plugins list\n  sluice plugins list --json\n  SLUICE_PLUGIN_PATH=~/.sluice/plugins sluice plugins list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +49,11 @@ detect files by content). --json adds each component's description.`,
 				}
 				rows = append(rows, newPluginRow(e.Info, "installed", e.Path, e.SHA256))
 			}
+			for i := range rows {
+				if rows[i].Path != "" {
+					rows[i].Lock = lockStatus(lockDir, rows[i].Name, rows[i].SHA256)
+				}
+			}
 			if a.json {
 				return writeJSON(a.stdout, rows)
 			}
@@ -59,25 +67,34 @@ detect files by content). --json adds each component's description.`,
 			}
 			for _, r := range rows {
 				if r.Path != "" {
-					fmt.Fprintf(a.stdout, "%s: %s (sha256 %s)\n", r.Name, r.Path, r.SHA256)
+					lock := ""
+					if r.Lock != "" {
+						lock = "; " + r.Lock
+					}
+					fmt.Fprintf(a.stdout, "%s: %s (sha256 %s%s)\n", r.Name, r.Path, r.SHA256, lock)
 				}
 			}
 			return nil
 		},
-	})
+	}
+	list.Flags().StringVar(&lockDir, "pipeline", ".", "directory whose lock file (.sluice.lock.hcl) installed plugins are checked against")
+	cmd.AddCommand(list)
 	return cmd
 }
 
 // pluginRow is one plugin in `plugins list`.
 type pluginRow struct {
-	Name     string            `json:"name"`
-	Version  string            `json:"version"`
-	Protocol string            `json:"protocol"`
-	Kind     string            `json:"kind"`
-	Path     string            `json:"path,omitempty"`
-	SHA256   string            `json:"sha256,omitempty"`
-	Sources  []pluginComponent `json:"sources"`
-	Sinks    []pluginComponent `json:"sinks"`
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Protocol string `json:"protocol"`
+	Kind     string `json:"kind"`
+	Path     string `json:"path,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	// Lock is the plugin's state in the lock file: "locked 1.2.0", "not
+	// locked", a mismatch; empty without a lock file.
+	Lock    string            `json:"lock,omitempty"`
+	Sources []pluginComponent `json:"sources"`
+	Sinks   []pluginComponent `json:"sinks"`
 }
 
 // pluginComponent is one source or sink type of a plugin.
