@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -279,6 +278,3 @@ func sameTime(recorded string, t time.Time) bool {
 	r, err := time.Parse(time.RFC3339Nano, recorded)
 	return err == nil && r.Equal(t)
 }
-
-// errNoManifest reports that a sink has no manifest to compare with.
-var errNoManifest = errors.New("no run manifest")
