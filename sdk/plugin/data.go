@@ -68,16 +68,22 @@ func (d *fileData) File() (tensor.FileRef, bool) { return d.ref, true }
 // local file it uses copy_file_range (no bytes pass through user space);
 // otherwise it copies chunk by chunk with positioned writes. It returns an
 // error when data yields more or fewer bytes than its Size.
+//
+// The written range is handed to the kernel's writeback as it is written
+// (sync_file_range on Linux, without waiting), so the disk works while the
+// run goes on and the fsync of a sink's Commit finds little left to do.
 func CopyToFile(dst *os.File, off int64, data TensorData) error {
 	if ref, ok := data.File(); ok {
 		if err := copyFileRange(dst, off, ref); err == nil {
+			startWriteback(dst, off, int64(ref.Length))
 			return nil
 		} else if !errorsIsUnsupported(err) {
 			return err
 		}
 	}
-	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size())}
+	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size()), flushed: off}
 	n, err := io.Copy(w, data)
+	w.writeback()
 	if err != nil {
 		return err
 	}
@@ -87,13 +93,18 @@ func CopyToFile(dst *os.File, off int64, data TensorData) error {
 	return nil
 }
 
+// writebackStep is how many written bytes an offsetWriter gathers before it
+// starts their writeback.
+const writebackStep = 8 << 20
+
 // offsetWriter writes sequentially from an offset with pwrite and refuses to
 // pass its limit, so a producer that sends too much cannot overwrite the
 // next tensor.
 type offsetWriter struct {
-	f     *os.File
-	off   int64
-	limit int64
+	f       *os.File
+	off     int64
+	limit   int64
+	flushed int64 // writeback started up to here
 }
 
 func (w *offsetWriter) Write(p []byte) (int, error) {
@@ -102,5 +113,16 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.f.WriteAt(p, w.off)
 	w.off += int64(n)
+	if w.off-w.flushed >= writebackStep {
+		w.writeback()
+	}
 	return n, err
+}
+
+// writeback starts writing back what was written since the last call.
+func (w *offsetWriter) writeback() {
+	if w.off > w.flushed {
+		startWriteback(w.f, w.flushed, w.off-w.flushed)
+		w.flushed = w.off
+	}
 }
