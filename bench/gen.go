@@ -10,7 +10,8 @@ import (
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
-// shapeFor picks a llama-like shape whose bf16 weights total about size bytes.
+// shapeFor picks a llama-like shape (hidden 2048, vocabulary 32000) whose
+// weights total about size bytes, by the number of layers.
 func shapeFor(size uint64, dtype tensor.DType, shards int) sample.Config {
 	c := sample.Config{Vocab: 32000, Hidden: 2048, Heads: 16, KVHeads: 8, Intermediate: 5632, Shards: shards, DType: dtype, Seed: 7}
 	bytesPer := uint64(2)
@@ -27,6 +28,9 @@ func shapeFor(size uint64, dtype tensor.DType, shards int) sample.Config {
 	c.Layers = layers
 	return c
 }
+
+// writeSample generates a checkpoint; sample.Write streams, so any size fits.
+func writeSample(dir string, c sample.Config) error { return sample.Write(dir, c) }
 
 func genCommand(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ExitOnError)
@@ -46,7 +50,7 @@ func genCommand(args []string) error {
 		return err
 	}
 	c := shapeFor(n, d, *shards)
-	if err := sample.Write(fs.Arg(0), c); err != nil {
+	if err := writeSample(fs.Arg(0), c); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %d layers, hidden %d, %s\n", fs.Arg(0), c.Layers, c.Hidden, *dt)

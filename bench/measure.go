@@ -6,84 +6,109 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// scenario is one command to time.
-type scenario struct {
-	name    string
-	cmd     []string
-	discard bool // send stdout to /dev/null
-}
-
-// measurement is one timed run.
+// measurement is one timed run of a whole process tree.
 type measurement struct {
-	wall    time.Duration
-	cpu     time.Duration // user+sys of the process and its children
-	maxRSS  int64         // peak RSS of the process itself, bytes
-	treeRSS int64         // peak sum of RSS over the process tree, bytes (shared memory counted per process)
+	wall time.Duration
+	// cpu is user+system time of the process and every child it waited
+	// for (the plugin processes of a sluice run).
+	cpu time.Duration
+	// selfHWM is the peak RSS of the measured process alone (its VmHWM,
+	// polled every 10 ms).
+	selfHWM int64
+	// maxRSS is the kernel's peak RSS of the largest process of the tree
+	// (getrusage: the process itself or a child it waited for).
+	maxRSS int64
+	// treeRSS is the peak of the summed RSS of the process tree; shared
+	// memory (the arena) counts once per process that maps it.
+	treeRSS int64
+	// treePSS is the peak of the summed proportional set size of the tree:
+	// shared pages are split between the processes that map them.
+	treePSS int64
+	// foreign is the CPU other processes on the machine used during the run,
+	// in cores.
+	foreign float64
+	// rate, when set, replaces wall as the measure (in-process kernels).
+	rate float64
 }
 
-func (s scenario) run() (measurement, error) {
-	cmd := exec.Command(s.cmd[0], s.cmd[1:]...)
-	var stderr bytes.Buffer
+// runProcess runs argv, polling its process tree's memory, and returns what
+// it used. stdout is discarded unless keep is set, then it is returned.
+func runProcess(argv []string, keep bool) (measurement, []byte, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var stderr, stdout bytes.Buffer
 	cmd.Stderr = &stderr
-	if s.discard {
+	if keep {
+		cmd.Stdout = &stdout
+	} else {
 		cmd.Stdout = io.Discard
 	}
+	busy0, _ := cpuBusy()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return measurement{}, err
+		return measurement{}, nil, err
 	}
+	var m measurement
+	var mu sync.Mutex
 	done := make(chan struct{})
-	var tree int64
+	polled := make(chan struct{})
 	go func() {
-		t := time.NewTicker(5 * time.Millisecond)
+		defer close(polled)
+		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
+			rss, pss, hwm := treeMemory(cmd.Process.Pid)
+			mu.Lock()
+			m.treeRSS = max(m.treeRSS, rss)
+			m.treePSS = max(m.treePSS, pss)
+			m.selfHWM = max(m.selfHWM, hwm)
+			mu.Unlock()
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				if r := treeRSS(cmd.Process.Pid); r > tree {
-					tree = r
-				}
 			}
 		}
 	}()
 	err := cmd.Wait()
+	m.wall = time.Since(start)
 	close(done)
-	wall := time.Since(start)
+	<-polled
+	busy1, _ := cpuBusy()
 	if err != nil {
-		return measurement{}, fmt.Errorf("%v: %s", err, stderr.String())
+		return measurement{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	var self syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &self)
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return measurement{wall: wall, cpu: cpu, maxRSS: ru.Maxrss * 1024, treeRSS: tree}, nil
+	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	m.maxRSS = ru.Maxrss * 1024
+	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()) / m.wall.Seconds()
+	return m, stdout.Bytes(), nil
 }
 
-// treeRSS sums VmRSS over pid and its descendants.
-func treeRSS(pid int) int64 {
-	var total int64
+// treeMemory returns the summed RSS and PSS of pid and its descendants, and
+// the high-water RSS of pid itself.
+func treeMemory(pid int) (rss, pss, hwm int64) {
 	pids := []int{pid}
 	for len(pids) > 0 {
 		p := pids[0]
 		pids = pids[1:]
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
-		if err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-					kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-					total += kb * 1024
-				}
-			}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		if err != nil {
+			continue
+		}
+		rss += statusField(status, "VmRSS:")
+		if p == pid {
+			hwm = statusField(status, "VmHWM:")
+		}
+		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
+			pss += statusField(rollup, "Pss:")
 		}
 		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
 		for _, c := range strings.Fields(string(children)) {
@@ -92,50 +117,117 @@ func treeRSS(pid int) int64 {
 			}
 		}
 	}
-	return total
+	return rss, pss, hwm
 }
 
-func median(ms []measurement) measurement {
-	sort.Slice(ms, func(i, j int) bool { return ms[i].wall < ms[j].wall })
-	m := ms[len(ms)/2]
-	for _, x := range ms {
-		if x.maxRSS > m.maxRSS {
-			m.maxRSS = x.maxRSS
+// statusField reads a "Key:   123 kB" line, in bytes.
+func statusField(b []byte, key string) int64 {
+	i := bytes.Index(b, []byte("\n"+key))
+	if i < 0 {
+		if !bytes.HasPrefix(b, []byte(key)) {
+			return 0
 		}
-		if x.treeRSS > m.treeRSS {
-			m.treeRSS = x.treeRSS
+		i = -1
+	}
+	rest := b[i+1+len(key):]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	f := strings.Fields(string(rest))
+	if len(f) == 0 {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(f[0], 10, 64)
+	return kb * 1024
+}
+
+// cpuBusy returns the CPU time every core of the machine spent busy since
+// boot (everything in /proc/stat's first line but idle and iowait).
+func cpuBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy int64
+	for i, s := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, _ := strconv.ParseInt(s, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// waitQuiet waits until the rest of the machine uses less than limit cores
+// over half a second, for at most maxWait. It returns the load it last saw.
+func waitQuiet(limit float64, maxWait time.Duration) float64 {
+	deadline := time.Now().Add(maxWait)
+	for {
+		b0, err := cpuBusy()
+		if err != nil {
+			return 0
+		}
+		t0 := time.Now()
+		time.Sleep(500 * time.Millisecond)
+		b1, _ := cpuBusy()
+		load := (b1 - b0).Seconds() / time.Since(t0).Seconds()
+		if load < limit || time.Now().After(deadline) {
+			return load
 		}
 	}
-	return m
 }
 
-// report prints a table: wall, GB/s of input, CPU, peak RSS, and ratios
-// against cp and against the named baselines.
-func report(scenarios []scenario, results [][]measurement, inputBytes int64, baselines map[string]string) {
-	meds := map[string]measurement{}
-	for i, s := range scenarios {
-		meds[s.name] = median(results[i])
+// loadAvg returns the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
 	}
-	cp := meds["cp"]
-	fmt.Printf("%-28s %9s %9s %9s %11s %11s %9s\n", "scenario", "wall", "GB/s", "CPU s", "peak RSS", "tree RSS", "vs cp")
-	for _, s := range scenarios {
-		m := meds[s.name]
-		rate := float64(inputBytes) / m.wall.Seconds() / 1e9
-		fmt.Printf("%-28s %9s %9.3f %9.2f %10.0fM %10.0fM %8.2fx\n", s.name, m.wall.Round(time.Millisecond), rate,
-			m.cpu.Seconds(), float64(m.maxRSS)/(1<<20), float64(m.treeRSS)/(1<<20), cp.wall.Seconds()/m.wall.Seconds())
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
 	}
-	for a, b := range baselines {
-		fmt.Printf("ratio %s / %s: %.2fx (throughput)\n", a, b, meds[b].wall.Seconds()/meds[a].wall.Seconds())
-	}
+	return strings.Join(f[:3], " ")
 }
 
-// buildSluice builds the sluice binary into dir.
-func buildSluice(dir string) (string, error) {
-	out := filepath.Join(dir, "sluice")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/sluice")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building sluice: %w", err)
+// summary is the median of several measurements of one scenario.
+type summary struct {
+	n       int
+	wall    time.Duration // median
+	minWall time.Duration
+	maxWall time.Duration
+	cpu     time.Duration // median
+	selfHWM int64         // largest
+	maxRSS  int64         // largest
+	treeRSS int64         // largest
+	treePSS int64         // largest
+	foreign float64       // mean
+	rate    float64       // median, for in-process kernels
+}
+
+func summarize(ms []measurement) summary {
+	if len(ms) == 0 {
+		return summary{}
 	}
-	return out, nil
+	s := summary{n: len(ms)}
+	walls := make([]time.Duration, len(ms))
+	cpus := make([]time.Duration, len(ms))
+	rates := make([]float64, len(ms))
+	for i, m := range ms {
+		walls[i], cpus[i], rates[i] = m.wall, m.cpu, m.rate
+		s.selfHWM = max(s.selfHWM, m.selfHWM)
+		s.maxRSS = max(s.maxRSS, m.maxRSS)
+		s.treeRSS = max(s.treeRSS, m.treeRSS)
+		s.treePSS = max(s.treePSS, m.treePSS)
+		s.foreign += m.foreign / float64(len(ms))
+	}
+	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+	sort.Slice(cpus, func(i, j int) bool { return cpus[i] < cpus[j] })
+	sort.Float64s(rates)
+	s.wall, s.minWall, s.maxWall = walls[len(walls)/2], walls[0], walls[len(walls)-1]
+	s.cpu, s.rate = cpus[len(cpus)/2], rates[len(rates)/2]
+	return s
 }
