@@ -182,7 +182,7 @@ func (a *archive) load(key string) error {
 		}
 	}
 	table := &storageTable{byKey: map[string]*storage{}}
-	m := &pickle.Machine{Find: findGlobal, PersistentLoad: table.load}
+	m := &pickle.Machine{Find: findGlobal, PersistentLoad: table.load, UniqueKeys: true}
 	root, err := m.Load(data)
 	if err != nil {
 		fe := &binio.FormatError{File: a.path, Offset: -1, Msg: zf.Name, Err: err}

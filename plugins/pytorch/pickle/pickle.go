@@ -20,6 +20,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits bounds the resources one Load may use. Zero fields take the
@@ -109,6 +110,10 @@ type Machine struct {
 	PersistentLoad func(pid Value) (Value, error)
 	// Limits bounds the resources used; zero fields take DefaultLimits.
 	Limits Limits
+	// UniqueKeys refuses a dict key that is set twice. Python keeps the
+	// last value, but a pickler never writes a key twice, so in a
+	// checkpoint it can only be damage or a trick (two tensors of one name).
+	UniqueKeys bool
 }
 
 type machine struct {
@@ -589,6 +594,9 @@ func (m *machine) step(code byte) (done bool, result Value, err error) {
 		if !ok {
 			return false, nil, m.fail("SETITEM on a %s; only dicts are allowed", TypeName(d))
 		}
+		if _, dup := dict.Get(k); dup && m.UniqueKeys {
+			return false, nil, m.fail("SETITEM: key %.100s is set twice (a pickler never writes that)", keyText(k))
+		}
 		if e := dict.Set(k, v); e != nil {
 			return false, nil, m.wrap(e, "SETITEM")
 		}
@@ -800,6 +808,11 @@ func (m *machine) pushBlob(code byte, n uint64) error {
 	switch code {
 	case opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
 		return m.push(Bytes(append([]byte(nil), b...)))
+	case opShortBinUnicode, opBinUnicode, opBinUnicode8:
+		// Python decodes these as UTF-8 and fails on anything else.
+		if !utf8.Valid(b) {
+			return m.fail("%s string of %d bytes is not valid UTF-8", opNames[code], len(b))
+		}
 	}
 	return m.push(string(b))
 }
@@ -809,11 +822,22 @@ func (m *machine) setItems(d *Dict, items []Value) error {
 		return m.fail("odd number of items (%d) for a dict", len(items))
 	}
 	for i := 0; i < len(items); i += 2 {
+		if _, dup := d.Get(items[i]); dup && m.UniqueKeys {
+			return m.fail("dict item %d: key %.100s is set twice (a pickler never writes that)", i/2, keyText(items[i]))
+		}
 		if err := d.Set(items[i], items[i+1]); err != nil {
 			return m.wrap(err, "dict item %d", i/2)
 		}
 	}
 	return nil
+}
+
+// keyText shows a dict key in an error.
+func keyText(k Value) string {
+	if s, ok := k.(string); ok {
+		return strconv.Quote(s)
+	}
+	return TypeName(k)
 }
 
 func (m *machine) persistent(pid Value) error {
