@@ -23,7 +23,7 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&rf.skipUnchanged, "skip-unchanged", false,
 		"do nothing when the run manifests beside the outputs record this pipeline, these variables, plugins and inputs, and the outputs are as they were written")
 	cmd.Flags().StringVar(&rf.partition, "partition", "",
-		"run partition INDEX/COUNT of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; `sluice finalize` completes the run")
+		"run partition `INDEX/COUNT` of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; sluice finalize completes the run")
 	cmd.Flags().BoolVar(&rf.manifest, "run-manifest", true, "write NAME.sluice-run.json beside each sink's outputs")
 }
 
