@@ -1,7 +1,10 @@
 package pytorch
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 
@@ -26,7 +29,7 @@ func (a *archive) open(nt namedTensor, l layout) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r io.Reader
+	var r, tail io.Reader
 	var closer io.Closer
 	switch {
 	case l.contiguous && e.stored:
@@ -41,6 +44,12 @@ func (a *archive) open(nt namedTensor, l layout) (io.ReadCloser, error) {
 			return nil, a.dataError(nt, e, err)
 		}
 		r, closer = io.LimitReader(rc, int64(l.size)), rc
+		if l.start+l.size == e.file.UncompressedSize64 {
+			// The tensor reads the entry to its end: check that it ends
+			// there, with its CRC (a deflate stream that goes on is a bomb
+			// or damage).
+			tail = rc
+		}
 	default:
 		src, err := a.spanReader(nt, e, l)
 		if err != nil {
@@ -51,7 +60,7 @@ func (a *archive) open(nt namedTensor, l layout) (io.ReadCloser, error) {
 	if a.bigEndian && l.elemSize > 1 {
 		r = &swapReader{r: r, size: int(l.elemSize)}
 	}
-	return &exactReader{r: r, left: l.size, closer: closer, a: a, name: nt.name}, nil
+	return &exactReader{r: r, left: l.size, closer: closer, a: a, name: nt.name, tail: tail, entry: e.file.Name}, nil
 }
 
 func (a *archive) dataError(nt namedTensor, e *storageEntry, err error) error {
@@ -259,6 +268,10 @@ type exactReader struct {
 	closer io.Closer
 	a      *archive
 	name   string
+	// tail, when set, must be at its end once the tensor is read (zip
+	// entry entry, whose CRC is then checked).
+	tail  io.Reader
+	entry string
 }
 
 func (e *exactReader) Read(p []byte) (int, error) {
@@ -270,14 +283,35 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	n, err := e.r.Read(p)
 	e.left -= uint64(n)
+	if isZipDamage(err) {
+		return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading tensor data", Err: err}
+	}
 	if err == io.EOF && e.left > 0 {
 		return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name,
 			Msg: fmt.Sprintf("tensor data ends %d bytes early", e.left)}
 	}
-	if e.left == 0 && err == nil {
+	if e.left == 0 && (err == nil || err == io.EOF) {
 		err = io.EOF
+		if e.tail != nil {
+			var one [1]byte
+			m, terr := e.tail.Read(one[:])
+			e.tail = nil
+			switch {
+			case m > 0 || terr == nil:
+				return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "zip entry " + e.entry + " holds more data than its directory says"}
+			case terr != io.EOF:
+				return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading zip entry " + e.entry, Err: terr}
+			}
+		}
 	}
 	return n, err
+}
+
+// isZipDamage reports an error that damaged zip data gives: a CRC that does
+// not match, a malformed entry, a corrupt deflate stream.
+func isZipDamage(err error) bool {
+	var ce flate.CorruptInputError
+	return errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.As(err, &ce)
 }
 
 func (e *exactReader) Close() error {
