@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -273,7 +274,11 @@ func (a *app) printTokens(tok *tokenizer.Tokenizer, vs *vocabSource, ids []int32
 		if r.Special[i] {
 			kind = "special"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%q\t%s\n", id, r.Tokens[i], r.Pieces[i], kind)
+		tok := r.Tokens[i]
+		if strings.IndexFunc(tok, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+			tok = strconv.Quote(tok) // a token holding a line break or a tab would break the table
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%q\t%s\n", id, tok, r.Pieces[i], kind)
 	}
 	return tw.Flush()
 }
