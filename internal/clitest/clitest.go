@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,9 +59,15 @@ func Build(t testing.TB) string {
 type Result struct {
 	Code           int
 	Stdout, Stderr string
-	// MaxRSS is the peak resident memory in bytes of the process and of the
-	// children it waited for (its plugin processes).
-	MaxRSS   int64
+	// MaxRSS is the largest peak resident memory (VmHWM) in bytes of the
+	// process and of every process it started (its plugins), sampled every
+	// few milliseconds; 0 where /proc is not available. (The rusage of a
+	// child cannot be used: on Linux it starts from the high-water mark of
+	// the test process that forked it.)
+	MaxRSS int64
+	// TotalRSS is the sum of those peaks. It counts the pages the processes
+	// share (the binary, the shared arena) once per process.
+	TotalRSS int64
 	Elapsed  time.Duration
 	TimedOut bool
 	// Signal is the signal that ended the process, if one did.
@@ -78,13 +86,20 @@ func Run(bin string, timeout time.Duration, env []string, args ...string) Result
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
-	r := Result{Stdout: out.String(), Stderr: errb.String(), Elapsed: time.Since(start), TimedOut: ctx.Err() != nil}
+	err := cmd.Start()
+	var peak, total int64
+	if err == nil {
+		done := make(chan struct{})
+		watched := make(chan [2]int64)
+		go func() { p, t := watchRSS(cmd.Process.Pid, done); watched <- [2]int64{p, t} }()
+		err = cmd.Wait()
+		close(done)
+		w := <-watched
+		peak, total = w[0], w[1]
+	}
+	r := Result{Stdout: out.String(), Stderr: errb.String(), Elapsed: time.Since(start), TimedOut: ctx.Err() != nil, MaxRSS: peak, TotalRSS: total}
 	if cmd.ProcessState != nil {
 		r.Code = cmd.ProcessState.ExitCode()
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.MaxRSS = ru.Maxrss * 1024
-		}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.Signal = ws.Signal()
 		}
@@ -114,4 +129,65 @@ func BaseEnv() []string {
 // Crashed reports whether stderr shows a Go panic or a runtime fatal error.
 func Crashed(stderr string) bool {
 	return strings.Contains(stderr, "panic:") || strings.Contains(stderr, "fatal error:") || strings.Contains(stderr, "goroutine ")
+}
+
+// watchRSS samples the peak resident memory (VmHWM, a high-water mark, so a
+// late sample still sees an early peak) of pid and its descendants until
+// done is closed, and returns the largest peak and the sum of the peaks.
+func watchRSS(pid int, done <-chan struct{}) (largest, sum int64) {
+	peaks := map[int]int64{}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, p := range descendants(pid) {
+			if hwm := vmHWM(p); hwm > peaks[p] {
+				peaks[p] = hwm
+			}
+		}
+		select {
+		case <-done:
+			for _, v := range peaks {
+				sum += v
+				largest = max(largest, v)
+			}
+			return largest, sum
+		case <-tick.C:
+		}
+	}
+}
+
+// descendants returns pid and every process below it, through
+// /proc/PID/task/TID/children.
+func descendants(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", out[i]))
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", out[i], task.Name()))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// vmHWM reads a process's peak resident set size in bytes, or 0.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }

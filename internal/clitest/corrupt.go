@@ -33,8 +33,8 @@ type CorruptOptions struct {
 	Flips int
 	// Timeout bounds each command (default 30 s).
 	Timeout time.Duration
-	// MaxRSS bounds each command's peak memory with its plugins (default
-	// 100 MiB).
+	// MaxRSS bounds the peak memory of each process of a command — sluice
+	// and every plugin process (default 100 MiB).
 	MaxRSS int64
 }
 
@@ -51,8 +51,10 @@ type CLIResult struct {
 	// NothingLost counts runs after which no output file and no temporary
 	// file existed (for failed conversions) or the output was complete.
 	NothingLost int
-	// PeakRSS is the largest peak memory of a run, in bytes.
+	// PeakRSS is the largest peak memory of a process of a run, in bytes.
 	PeakRSS int64
+	// PeakTotalRSS is the largest sum of a run's processes' peaks.
+	PeakTotalRSS int64
 	// Slowest is the longest run.
 	Slowest time.Duration
 }
@@ -183,6 +185,7 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 						c.NothingLost++
 					}
 					c.PeakRSS = max(c.PeakRSS, r.MaxRSS)
+					c.PeakTotalRSS = max(c.PeakTotalRSS, r.TotalRSS)
 					c.Slowest = max(c.Slowest, r.Elapsed)
 				})
 			}
@@ -193,8 +196,8 @@ func CorruptCLI(t *testing.T, bin string, s plugintest.CorruptSuite, opts Corrup
 	for _, k := range kinds {
 		r := results[k]
 		out = append(out, *r)
-		t.Logf("%s via the CLI: %-10s runs %3d, exit 3 %3d, exit 0 %3d, nothing lost %3d, peak RSS %.1f MiB, slowest %s",
-			s.File, k, r.Runs, r.BadInput, r.OK, r.NothingLost, float64(r.PeakRSS)/(1<<20), r.Slowest.Round(time.Millisecond))
+		t.Logf("%s via the CLI: %-10s runs %3d, exit 3 %3d, exit 0 %3d, nothing lost %3d, peak RSS per process %.1f MiB (all processes %.1f MiB), slowest %s",
+			s.File, k, r.Runs, r.BadInput, r.OK, r.NothingLost, float64(r.PeakRSS)/(1<<20), float64(r.PeakTotalRSS)/(1<<20), r.Slowest.Round(time.Millisecond))
 	}
 	return out
 }
@@ -221,7 +224,7 @@ func checkRun(r Result, in string, mayRead bool, opts CorruptOptions) string {
 		p = append(p, fmt.Sprintf("exit code %d, want %d (bad input)", r.Code, ExitBadInput))
 	}
 	if r.MaxRSS > opts.MaxRSS {
-		p = append(p, fmt.Sprintf("peak memory %d MiB, more than %d MiB", r.MaxRSS>>20, opts.MaxRSS>>20))
+		p = append(p, fmt.Sprintf("a process peaked at %d MiB, more than %d MiB", r.MaxRSS>>20, opts.MaxRSS>>20))
 	}
 	return strings.Join(p, "; ")
 }
