@@ -11,9 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/internal/sample"
-	"github.com/sluice-ml/sluice/plugins/apr"
 )
 
 // update rewrites golden files (testdata/golden/*) and the generated
@@ -23,17 +21,6 @@ var update = flag.Bool("update", false, "rewrite golden files and docs/cli/")
 // testSecret is the shared secret the fixtures are signed with; no output
 // may ever contain it.
 const testSecret = "fixture-secret-do-not-print"
-
-func init() {
-	// The APR plugin is not in the built-in table yet; the tests serve it
-	// like one so that every command is tested on every format.
-	for _, b := range builtins {
-		if b.Name == "apr" {
-			return
-		}
-	}
-	builtins = append(builtins, host.Builtin{Name: "apr", New: apr.Plugin})
-}
 
 // fixtureSet is a set of small checkpoints of every format, built once per
 // test process from the generated sample (a llama-shaped Hugging Face
