@@ -296,11 +296,13 @@ func (e *exactReader) Read(p []byte) (int, error) {
 			var one [1]byte
 			m, terr := e.tail.Read(one[:])
 			e.tail = nil
+			// The last bytes are withheld with the error, so a caller that
+			// stops once it has what it asked for (io.ReadFull) sees it.
 			switch {
 			case m > 0 || terr == nil:
-				return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "zip entry " + e.entry + " holds more data than its directory says"}
+				return 0, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "zip entry " + e.entry + " holds more data than its directory says"}
 			case terr != io.EOF:
-				return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading zip entry " + e.entry, Err: terr}
+				return 0, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading zip entry " + e.entry, Err: terr}
 			}
 		}
 	}
