@@ -145,12 +145,7 @@ func (a *app) convertPipeline(cmd *cobra.Command, h *host.Host, in, out string, 
 	}
 	sinkSchema, _ := sinkInfo.Sink(sinkType)
 	has := func(attr string) bool { _, ok := sinkSchema.Schema.Attribute(attr); return ok }
-	nkeys := 0
-	for _, set := range []bool{cf.keys.key != "", cf.keys.keyFile != "", cf.keys.userKey} {
-		if set {
-			nkeys++
-		}
-	}
+	nkeys := cf.keys.count()
 	if nkeys > 1 {
 		return nil, configErr(errors.New("give one of --key, --key-file and --user-key"))
 	}

@@ -49,17 +49,21 @@ func (k *keyFlags) add(cmd *cobra.Command, verb string) {
 	f.BoolVar(&k.userKey, "user-key", false, verb+" with your per-user key")
 }
 
-func (k *keyFlags) given() bool { return k.key != "" || k.keyFile != "" || k.userKey }
-
-// load returns the key, or nil when none was given. forSigning creates the
-// per-user key when it does not exist yet.
-func (k *keyFlags) load(forSigning bool) (*keyring.Key, error) {
+// count returns how many of the key flags were given.
+func (k *keyFlags) count() int {
 	n := 0
 	for _, set := range []bool{k.key != "", k.keyFile != "", k.userKey} {
 		if set {
 			n++
 		}
 	}
+	return n
+}
+
+// load returns the key, or nil when none was given. forSigning creates the
+// per-user key when it does not exist yet.
+func (k *keyFlags) load(forSigning bool) (*keyring.Key, error) {
+	n := k.count()
 	switch {
 	case n == 0:
 		return nil, nil
