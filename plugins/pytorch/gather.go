@@ -284,7 +284,8 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	e.left -= uint64(n)
 	if isZipDamage(err) {
-		return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading tensor data", Err: err}
+		// Withheld with the bytes read, as below.
+		return 0, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name, Msg: "reading tensor data", Err: err}
 	}
 	if err == io.EOF && e.left > 0 {
 		return n, &binio.FormatError{File: e.a.path, Offset: -1, Tensor: e.name,
