@@ -60,9 +60,9 @@ func (k *keyFlags) count() int {
 	return n
 }
 
-// load returns the key, or nil when none was given. forSigning creates the
-// per-user key when it does not exist yet.
-func (k *keyFlags) load(forSigning bool) (*keyring.Key, error) {
+// load returns the key to check signatures with, or nil when none was
+// given.
+func (k *keyFlags) load() (*keyring.Key, error) {
 	n := k.count()
 	switch {
 	case n == 0:
@@ -73,8 +73,6 @@ func (k *keyFlags) load(forSigning bool) (*keyring.Key, error) {
 		return keyring.Shared(k.key)
 	case k.keyFile != "":
 		return readKeyFile(k.keyFile)
-	case forSigning:
-		return keyring.User()
 	}
 	key, err := keyring.LoadUser()
 	if err != nil {
@@ -140,7 +138,7 @@ is never printed. --strict turns warnings into failures.`,
   sluice verify ./Llama-3-8B --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := kf.load(false)
+			key, err := kf.load()
 			if err != nil {
 				return err
 			}
