@@ -24,7 +24,7 @@ type rendezvousOp struct {
 	metOnce sync.Once
 }
 
-func (o *rendezvousOp) String() string               { return "rendezvous" }
+func (o *rendezvousOp) String() string              { return "rendezvous" }
 func (o *rendezvousOp) UnitBytes() (uint64, uint64) { return 4, 4 }
 
 func (o *rendezvousOp) Apply(dst, src []byte) error {
