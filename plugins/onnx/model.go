@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -288,6 +289,11 @@ func parseTensor(w *wire, at int64) (*initializer, error) {
 			t.segmented = true
 		case tensorName:
 			t.name, err = w.str(f, maxNameBytes, "tensor name")
+			if err == nil && !utf8.ValidString(t.name) {
+				// A name travels on to formats whose names are UTF-8
+				// (safetensors' JSON, GGUF); protobuf strings are UTF-8.
+				err = w.r.ErrorAt(f.at, "tensor name %q is not valid UTF-8", t.name)
+			}
 		case tensorDocString:
 			t.docString, err = w.str(f, maxDocBytes, "tensor doc_string")
 		case tensorRawData:
