@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"time"
 
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -22,6 +23,10 @@ type rpcClient struct {
 	info   *Info
 	arena  *Arena // the arena the plugin mapped, if any
 	wrap   func(error) error
+	// timeout bounds every wait for the plugin (see DefaultTimeout); 0
+	// waits forever. onHang stops the plugin when one expires.
+	timeout time.Duration
+	onHang  func(*HangError)
 }
 
 func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Arena) (*rpcClient, error) {
@@ -54,25 +59,31 @@ func (c *rpcClient) Info() *Info { return c.info }
 func (c *rpcClient) Close() error { return nil }
 
 func (c *rpcClient) Probe(ctx context.Context, component, path string) (int, error) {
+	ctx, cancel := c.unary(ctx, "Probe")
+	defer cancel()
 	resp, err := c.plugin.Probe(ctx, &pb.ProbeRequest{Component: component, Path: path})
 	if err != nil {
-		return 0, c.err(err)
+		return 0, c.callErr(ctx, err)
 	}
 	return int(resp.Score), nil
 }
 
 func (c *rpcClient) OpenSource(ctx context.Context, component string, cfg Config) (Source, error) {
+	ctx, cancel := c.unary(ctx, "opening a source")
+	defer cancel()
 	resp, err := c.source.Open(ctx, &pb.OpenRequest{Component: component, ConfigJson: cfg.JSON})
 	if err != nil {
-		return nil, c.err(err)
+		return nil, c.callErr(ctx, err)
 	}
 	return &remoteSource{c: c, session: resp.Session}, nil
 }
 
 func (c *rpcClient) OpenSink(ctx context.Context, component string, cfg Config) (Sink, error) {
+	ctx, cancel := c.unary(ctx, "opening a sink")
+	defer cancel()
 	resp, err := c.sink.Open(ctx, &pb.OpenRequest{Component: component, ConfigJson: cfg.JSON})
 	if err != nil {
-		return nil, c.err(err)
+		return nil, c.callErr(ctx, err)
 	}
 	return &remoteSink{c: c, session: resp.Session}, nil
 }
@@ -86,9 +97,11 @@ type remoteSource struct {
 }
 
 func (s *remoteSource) Describe(ctx context.Context) (*tensor.Manifest, error) {
+	ctx, cancel := s.c.unary(ctx, "Describe")
+	defer cancel()
 	resp, err := s.c.source.Describe(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {
-		return nil, s.c.err(err)
+		return nil, s.c.callErr(ctx, err)
 	}
 	m, err := ManifestFromProto(resp.Manifest)
 	if err != nil {
@@ -104,8 +117,10 @@ func (s *remoteSource) Describe(ctx context.Context) (*tensor.Manifest, error) {
 }
 
 func (s *remoteSource) Close() error {
-	_, err := s.c.source.Close(context.Background(), &pb.SessionRequest{Session: s.session})
-	return s.c.err(err)
+	ctx, cancel := s.c.unary(context.Background(), "closing a source")
+	defer cancel()
+	_, err := s.c.source.Close(ctx, &pb.SessionRequest{Session: s.session})
+	return s.c.callErr(ctx, err)
 }
 
 // Open reads a tensor through inline chunks; the host prefers OpenChunks.
@@ -128,11 +143,12 @@ func (s *remoteSource) OpenChunks(ctx context.Context, name string, pool *Pool, 
 }
 
 func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align, maxChunk int) (ChunkReader, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, wd := s.c.watch(ctx, fmt.Sprintf("the next chunk of tensor %q", name))
+	cancel := wd.stop
 	stream, err := s.c.source.Read(ctx)
 	if err != nil {
 		cancel()
-		return nil, s.c.err(err)
+		return nil, s.c.callErr(ctx, err)
 	}
 	useArena := pool != nil && s.c.arena != nil && pool.Arena() == s.c.arena
 	if err := stream.Send(&pb.ReadRequest{Msg: &pb.ReadRequest_Start{Start: &pb.ReadStart{
@@ -141,7 +157,7 @@ func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align,
 		cancel()
 		return nil, s.c.err(err)
 	}
-	r := &remoteReader{c: s.c, stream: stream, cancel: cancel, pool: pool, arena: useArena, pending: map[uint32]*Chunk{}}
+	r := &remoteReader{c: s.c, stream: stream, cancel: cancel, pool: pool, arena: useArena, pending: map[uint32]*Chunk{}, ctx: ctx, wd: wd}
 	if useArena {
 		// Keep up to half the pool with the plugin, at least one slot.
 		r.window = max(1, pool.Size()/2)
@@ -157,7 +173,9 @@ func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align,
 type remoteReader struct {
 	c       *rpcClient
 	stream  pb.Source_ReadClient
-	cancel  context.CancelFunc
+	ctx     context.Context // the stream's
+	wd      *watchdog
+	cancel  func()
 	pool    *Pool
 	arena   bool
 	window  int
@@ -202,13 +220,16 @@ func (r *remoteReader) NextChunk(ctx context.Context) (*Chunk, error) {
 			return nil, err
 		}
 	}
+	waited := r.wd.wait()
 	msg, err := r.stream.Recv()
+	waited()
+	r.wd.progress()
 	if err == io.EOF {
 		r.done = true
 		return nil, io.ErrUnexpectedEOF
 	}
 	if err != nil {
-		return nil, r.c.err(err)
+		return nil, r.c.callErr(r.ctx, err)
 	}
 	if msg.Last {
 		r.done = true
@@ -268,9 +289,11 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 	if err := checkWireStrings(in); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.c.unary(ctx, "Plan")
+	defer cancel()
 	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: ManifestToProto(in)})
 	if err != nil {
-		return nil, s.c.err(err)
+		return nil, s.c.callErr(ctx, err)
 	}
 	return planFromProto(resp), nil
 }
@@ -289,14 +312,18 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 		}
 		req.Shards = append(req.Shards, uint32(i))
 	}
+	ctx, cancel := s.c.unary(ctx, "Begin")
+	defer cancel()
 	_, err := s.c.sink.Begin(ctx, req)
-	return s.c.err(err)
+	return s.c.callErr(ctx, err)
 }
 
 func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
+	ctx, cancel := s.c.unary(ctx, "Commit")
+	defer cancel()
 	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {
-		return nil, s.c.err(err)
+		return nil, s.c.callErr(ctx, err)
 	}
 	var out []Artifact
 	for _, a := range resp.Artifacts {
@@ -306,8 +333,10 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 }
 
 func (s *remoteSink) Abort(ctx context.Context) error {
+	ctx, cancel := s.c.unary(ctx, "Abort")
+	defer cancel()
 	_, err := s.c.sink.Abort(ctx, &pb.SessionRequest{Session: s.session})
-	return s.c.err(err)
+	return s.c.callErr(ctx, err)
 }
 
 // chunkedData is TensorData that can hand over whole chunks.
@@ -316,18 +345,24 @@ type chunkedData interface {
 }
 
 func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The watchdog runs while the plugin holds arena slots, while a send
+	// waits for it, and while the final confirmation is awaited.
+	ctx, wd := s.c.watch(ctx, fmt.Sprintf("tensor %q to be written", name))
+	defer wd.stop()
+	cancel := func() { wd.cancel(context.Canceled) }
 	stream, err := s.c.sink.Write(ctx)
 	if err != nil {
-		return s.c.err(err)
+		return s.c.callErr(ctx, err)
 	}
 	start := &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size()}
 	if ref, ok := data.File(); ok && s.c.info.FileRefs {
 		start.File = &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}
 	}
-	if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}}); err != nil {
-		return s.waitErr(stream, err)
+	waited := wd.wait()
+	err = stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}})
+	waited()
+	if err != nil {
+		return s.waitErr(ctx, stream, err)
 	}
 
 	// Acknowledgements arrive on their own goroutine: each frees a slot.
@@ -341,12 +376,14 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 				acks <- err
 				return
 			}
+			wd.progress()
 			if ack.HasSlot {
 				mu.Lock()
 				c := inFlight[ack.Slot]
 				delete(inFlight, ack.Slot)
 				mu.Unlock()
 				if c != nil {
+					wd.end()
 					c.Release()
 				}
 			}
@@ -359,6 +396,7 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 	releaseAll := func() {
 		mu.Lock()
 		for k, c := range inFlight {
+			wd.end()
 			c.Release()
 			delete(inFlight, k)
 		}
@@ -366,31 +404,35 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 	}
 
 	if start.File == nil {
-		if err := s.sendChunks(ctx, stream, data, &mu, inFlight); err != nil {
+		if err := s.sendChunks(ctx, stream, data, &mu, inFlight, wd); err != nil {
 			var se *sendError
 			if errors.As(err, &se) {
 				// The plugin ended the stream; its reason arrives on Recv.
 				ackErr := <-acks
 				releaseAll()
 				if ackErr != nil && ackErr != io.EOF {
-					return s.c.err(ackErr)
+					return s.c.callErr(ctx, ackErr)
 				}
-				return s.c.err(se.err)
+				return s.c.callErr(ctx, se.err)
 			}
 			cancel()
 			<-acks
 			releaseAll()
+			if he := hangOf(ctx); he != nil {
+				return s.c.callErr(ctx, err)
+			}
 			return err
 		}
 	}
 	if err := stream.CloseSend(); err != nil {
-		return s.c.err(err)
+		return s.c.callErr(ctx, err)
 	}
+	defer wd.wait()()
 	select {
 	case err := <-acks:
 		releaseAll()
 		if err != nil && err != io.EOF {
-			return s.c.err(err)
+			return s.c.callErr(ctx, err)
 		}
 		if err == io.EOF {
 			return fmt.Errorf("plugin %s closed the write of tensor %q without confirming it", s.c.info.Name, name)
@@ -398,19 +440,25 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 		return nil
 	case <-ctx.Done():
 		releaseAll()
+		if hangOf(ctx) != nil {
+			return s.c.callErr(ctx, ctx.Err())
+		}
 		return ctx.Err()
 	}
 }
 
-func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient, data TensorData, mu *sync.Mutex, inFlight map[uint32]*Chunk) error {
+func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient, data TensorData, mu *sync.Mutex, inFlight map[uint32]*Chunk, wd *watchdog) error {
 	var off uint64
 	sendInline := func(b []byte) error {
 		for len(b) > 0 {
 			n := min(len(b), maxInline)
 			last := off+uint64(n) == data.Size()
-			if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
+			waited := wd.wait()
+			err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
 				Offset: off, Length: uint64(n), Payload: &pb.Chunk_Inline{Inline: b[:n]}, Last: last,
-			}}}); err != nil {
+			}}})
+			waited()
+			if err != nil {
 				return &sendError{err}
 			}
 			off += uint64(n)
@@ -431,6 +479,7 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient,
 			if inArena && arena == s.c.arena {
 				mu.Lock()
 				inFlight[slot] = c
+				wd.begin() // until the plugin releases the slot
 				mu.Unlock()
 				last := off+uint64(len(c.Data)) == data.Size()
 				if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
@@ -473,14 +522,14 @@ func (e *sendError) Error() string { return e.err.Error() }
 
 // waitErr turns a failed Send into the plugin's own error: gRPC reports the
 // reason on Recv, Send only says the stream ended.
-func (s *remoteSink) waitErr(stream pb.Sink_WriteClient, sendErr error) error {
+func (s *remoteSink) waitErr(ctx context.Context, stream pb.Sink_WriteClient, sendErr error) error {
 	for {
 		_, err := stream.Recv()
 		if err != nil {
 			if err == io.EOF {
-				return s.c.err(sendErr)
+				return s.c.callErr(ctx, sendErr)
 			}
-			return s.c.err(err)
+			return s.c.callErr(ctx, err)
 		}
 	}
 }

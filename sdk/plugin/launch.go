@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -29,15 +30,22 @@ type LaunchConfig struct {
 	StartTimeout time.Duration
 	// Label names the plugin in errors, e.g. `plugin "gguf" (sink.out)`.
 	Label string
+	// Timeout bounds every wait for the plugin once it runs: a call, the
+	// next chunk of a read, the release of a slot it was sent. A plugin
+	// that makes no progress for that long is stopped (killed) and the
+	// wait fails with a *HangError. Zero means DefaultTimeout; negative
+	// waits forever.
+	Timeout time.Duration
 }
 
 // Client is a running plugin process. It implements Instance.
 type Client struct {
 	*rpcClient
-	gp      *goplugin.Client
-	stderr  *tail
-	exitLog *tail
-	label   string
+	gp       *goplugin.Client
+	stderr   *tail
+	exitLog  *tail
+	label    string
+	hangOnce sync.Once
 }
 
 // Launch starts a plugin process, performs the handshake (gRPC only, with
@@ -95,7 +103,29 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 	rc := raw.(*rpcClient)
 	c := &Client{rpcClient: rc, gp: gp, stderr: st, exitLog: exitLog, label: label}
 	rc.wrap = c.explain
+	switch {
+	case cfg.Timeout == 0:
+		rc.timeout = DefaultTimeout
+	case cfg.Timeout > 0:
+		rc.timeout = cfg.Timeout
+	}
+	rc.onHang = c.stopHung
 	return c, nil
+}
+
+// stopHung kills a plugin that made no progress, so that it holds no file
+// and no memory while the run aborts, and completes the error.
+func (c *Client) stopHung(he *HangError) {
+	he.Label = c.label
+	he.Stderr = c.stderr.lines()
+	c.hangOnce.Do(func() {
+		if pid := c.Pid(); pid > 0 {
+			if p, err := os.FindProcess(pid); err == nil {
+				p.Kill()
+			}
+		}
+		c.gp.Kill()
+	})
 }
 
 // explain adds what is known about a crash to an error from the plugin.
