@@ -1,12 +1,14 @@
 package apsim
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -42,10 +44,15 @@ type Sink struct {
 
 	mu      sync.Mutex
 	plan    *layoutPlan
-	outs    []*atomicfile.File
+	outs    []*atomicfile.File // by shard index; nil for a shard another run writes
 	signKey *keyring.Key
 	written map[string]bool
 	done    bool
+	// partial is set when Begin was asked for some shards only (protocol
+	// 1.1): the index is left to a finalize run.
+	partial bool
+	// finalize is set when Begin was asked for the index only.
+	finalize bool
 }
 
 // NewSink checks the configuration; Begin creates files.
@@ -148,7 +155,9 @@ func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan,
 	if err != nil {
 		return nil, err
 	}
-	p := &plugin.SinkPlan{Convert: convert, Notes: lp.notes, EmbedsSignature: true}
+	// The shards of a set stand alone (the signature of a set is in its
+	// index), so separate runs can write them (protocol 1.1).
+	p := &plugin.SinkPlan{Convert: convert, Notes: lp.notes, EmbedsSignature: true, Partitions: true}
 	for _, sh := range lp.shards {
 		p.Files = append(p.Files, plugin.PlannedFile{Path: sh.path, Size: sh.layout.FileSize(), Tensors: len(sh.tensors)})
 	}
@@ -383,17 +392,51 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	if err != nil {
 		return err
 	}
-	for _, sh := range lp.shards {
+	want, err := s.selectShards(lp, opts)
+	if err != nil {
+		return err
+	}
+	s.outs = make([]*atomicfile.File, len(lp.shards))
+	for i, sh := range lp.shards {
+		if !want[i] {
+			continue
+		}
 		f, err := atomicfile.Create(sh.path, int64(sh.layout.FileSize()))
 		if err != nil {
 			s.abortLocked()
 			return err
 		}
-		s.outs = append(s.outs, f)
+		s.outs[i] = f
 	}
 	s.plan, s.signKey, s.written = lp, key, map[string]bool{}
 	reach("begun")
 	return nil
+}
+
+// selectShards returns the shards (by index) Begin creates: all of them,
+// those opts.Shards names (numbered from 1), or none for a finalize run.
+func (s *Sink) selectShards(lp *layoutPlan, opts plugin.BeginOptions) (map[int]bool, error) {
+	want := map[int]bool{}
+	switch {
+	case opts.Finalize:
+		if len(opts.Shards) > 0 {
+			return nil, fmt.Errorf("apsim sink %s: a finalize run writes no shards, but shards %v were asked for", s.cfg.Path, opts.Shards)
+		}
+		s.finalize = true
+	case len(opts.Shards) > 0:
+		s.partial = true
+		for _, i := range opts.Shards {
+			if i < 1 || i > len(lp.shards) {
+				return nil, fmt.Errorf("apsim sink %s: shard %d asked for, the set has %d", s.cfg.Path, i, len(lp.shards))
+			}
+			want[i-1] = true
+		}
+	default:
+		for i := range lp.shards {
+			want[i] = true
+		}
+	}
+	return want, nil
 }
 
 // Write stores one tensor's bytes at its planned place.
@@ -412,8 +455,12 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		s.mu.Unlock()
 		return fmt.Errorf("apsim sink %s: tensor %q written twice", s.cfg.Path, name)
 	}
-	s.written[name] = true
 	out := s.outs[pl.shard]
+	if out == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("apsim sink %s: tensor %q belongs to shard %d, which this run does not write", s.cfg.Path, name, pl.shard+1)
+	}
+	s.written[name] = true
 	s.mu.Unlock()
 
 	if data.Size() != pl.size {
@@ -451,8 +498,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		return nil, fmt.Errorf("apsim sink %s: Commit outside Begin", s.cfg.Path)
 	}
 	lp := s.plan
-	for name := range lp.place {
-		if !s.written[name] {
+	if s.finalize {
+		return s.commitIndex()
+	}
+	for name, pl := range lp.place {
+		if !s.written[name] && s.outs[pl.shard] != nil {
 			s.abortLocked()
 			return nil, fmt.Errorf("apsim sink %s: tensor %q was never written", s.cfg.Path, name)
 		}
@@ -464,6 +514,9 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, sh := range lp.shards {
+		if s.outs[i] == nil {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -482,6 +535,9 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	reach("hashed")
 	var ix *index
 	for i, sh := range lp.shards {
+		if s.outs[i] == nil {
+			continue
+		}
 		sh.meta[KeySHA256] = hex.EncodeToString(digests[i][:])
 		if _, ok := sh.meta[KeySignature]; ok {
 			msg := signingInput([]signedShard{{Digest: digests[i]}}, sh.meta, nil)
@@ -497,21 +553,15 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			return nil, fmt.Errorf("apsim sink %s: writing the header: %w", sh.path, err)
 		}
 	}
-	if len(lp.shards) > 1 {
-		total := lp.total
-		ix = &index{Metadata: indexMeta{TotalSize: &total, Format: FormatName, Version: FormatVersion, Apsi: lp.apsi}, WeightMap: lp.weightMap}
-		for i, sh := range lp.shards {
-			ix.Metadata.Shards = append(ix.Metadata.Shards, indexShard{File: sh.file, SHA256: hex.EncodeToString(digests[i][:])})
-		}
-		if s.signKey != nil {
-			ix.Metadata.KeyID = s.signKey.ID()
-			msg := signingInput(ix.Metadata.signedShards(), ix.Metadata.signedMeta(), ix.WeightMap)
-			ix.Metadata.Signature = hex.EncodeToString(s.signKey.Sum(msg))
-		}
+	if len(lp.shards) > 1 && !s.partial {
+		ix = s.index(digests)
 	}
 	reach("headers written")
 	var arts []plugin.Artifact
 	for i, sh := range lp.shards {
+		if s.outs[i] == nil {
+			continue
+		}
 		if err := s.outs[i].Commit(); err != nil {
 			s.abortLocked()
 			return nil, err
@@ -520,31 +570,121 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		reach(fmt.Sprintf("renamed %d", i+1))
 	}
 	if ix != nil {
-		b, err := ix.encode()
+		a, err := s.writeIndex(ix)
 		if err != nil {
 			s.abortLocked()
 			return nil, err
 		}
-		p := IndexPath(s.cfg.Path)
-		f, err := atomicfile.Create(p, int64(len(b)))
-		if err != nil {
-			s.abortLocked()
-			return nil, err
-		}
-		if _, err := f.Write(b); err != nil {
-			f.Abort()
-			s.abortLocked()
-			return nil, fmt.Errorf("writing %s: %w", p, err)
-		}
-		if err := f.Commit(); err != nil {
-			s.abortLocked()
-			return nil, err
-		}
-		arts = append(arts, plugin.Artifact{Path: p, Size: uint64(len(b))})
+		arts = append(arts, a)
 	}
 	s.done = true
 	reach("committed")
 	return arts, nil
+}
+
+// index builds a set's index from its shards' digests, signed when there is
+// a key.
+func (s *Sink) index(digests [][32]byte) *index {
+	lp := s.plan
+	total := lp.total
+	ix := &index{Metadata: indexMeta{TotalSize: &total, Format: FormatName, Version: FormatVersion, Apsi: lp.apsi}, WeightMap: lp.weightMap}
+	for i, sh := range lp.shards {
+		ix.Metadata.Shards = append(ix.Metadata.Shards, indexShard{File: sh.file, SHA256: hex.EncodeToString(digests[i][:])})
+	}
+	if s.signKey != nil {
+		ix.Metadata.KeyID = s.signKey.ID()
+		msg := signingInput(ix.Metadata.signedShards(), ix.Metadata.signedMeta(), ix.WeightMap)
+		ix.Metadata.Signature = hex.EncodeToString(s.signKey.Sum(msg))
+	}
+	return ix
+}
+
+// writeIndex writes the index file atomically.
+func (s *Sink) writeIndex(ix *index) (plugin.Artifact, error) {
+	b, err := ix.encode()
+	if err != nil {
+		return plugin.Artifact{}, err
+	}
+	p := IndexPath(s.cfg.Path)
+	f, err := atomicfile.Create(p, int64(len(b)))
+	if err != nil {
+		return plugin.Artifact{}, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Abort()
+		return plugin.Artifact{}, fmt.Errorf("writing %s: %w", p, err)
+	}
+	if err := f.Commit(); err != nil {
+		return plugin.Artifact{}, err
+	}
+	return plugin.Artifact{Path: p, Size: uint64(len(b))}, nil
+}
+
+// commitIndex writes the index of a set whose shards earlier runs wrote
+// (protocol 1.1 finalize): each shard's digest is read from its header,
+// after checking that the header is the one this plan lays out.
+func (s *Sink) commitIndex() ([]plugin.Artifact, error) {
+	lp := s.plan
+	s.done = true
+	if len(lp.shards) < 2 {
+		return nil, nil
+	}
+	digests := make([][32]byte, len(lp.shards))
+	for i, sh := range lp.shards {
+		d, err := shardDigest(sh)
+		if err != nil {
+			return nil, err
+		}
+		digests[i] = d
+	}
+	a, err := s.writeIndex(s.index(digests))
+	if err != nil {
+		return nil, err
+	}
+	return []plugin.Artifact{a}, nil
+}
+
+// shardDigest reads the digest a committed shard records in its header,
+// and checks that the shard is the one planned: its size, and its header
+// byte for byte once that digest is put in.
+func shardDigest(sh *shardPlan) ([32]byte, error) {
+	var d [32]byte
+	f, err := os.Open(sh.path)
+	if err != nil {
+		return d, &plugin.InputError{File: sh.path, Msg: "cannot finalize the set: this shard was not written (run every partition first)", Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return d, err
+	}
+	if uint64(fi.Size()) != sh.layout.FileSize() {
+		return d, &plugin.InputError{File: sh.path, Msg: fmt.Sprintf("cannot finalize the set: the shard has %d bytes, the plan says %d", fi.Size(), sh.layout.FileSize())}
+	}
+	h, err := st.ReadHeader(f, fi.Size(), sh.path)
+	if err != nil {
+		return d, err
+	}
+	sum := h.Metadata[KeySHA256]
+	b, err := hex.DecodeString(sum)
+	if err != nil || len(b) != 32 {
+		return d, &plugin.InputError{File: sh.path, Msg: fmt.Sprintf("cannot finalize the set: the shard's %s is %q", KeySHA256, sum)}
+	}
+	copy(d[:], b)
+	meta := make(map[string]string, len(sh.meta))
+	for k, v := range sh.meta {
+		meta[k] = v
+	}
+	meta[KeySHA256] = sum
+	l, err := st.PlanLayout(sh.tensors, meta)
+	if err != nil {
+		return d, err
+	}
+	prefix := make([]byte, len(l.Prefix))
+	if _, err := f.ReadAt(prefix, 0); err != nil || !bytes.Equal(prefix, l.Prefix) {
+		return d, &plugin.InputError{File: sh.path, Msg: "cannot finalize the set: the shard's header is not the one this pipeline plans (another run's shard?)"}
+	}
+	return d, nil
 }
 
 // Abort removes every temporary output.
@@ -557,7 +697,9 @@ func (s *Sink) Abort(ctx context.Context) error {
 func (s *Sink) abortLocked() error {
 	var errs []error
 	for _, f := range s.outs {
-		errs = append(errs, f.Abort())
+		if f != nil {
+			errs = append(errs, f.Abort())
+		}
 	}
 	s.done = true
 	return errors.Join(errs...)
