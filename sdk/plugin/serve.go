@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -37,10 +41,16 @@ type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	impl  *Plugin // plugin side
 	arena *Arena  // plugin side: the mapped arena; host side: the arena passed at spawn
+
+	mu  sync.Mutex
+	srv *server // plugin side, once serving
 }
 
 func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	srv := newServer(g.impl, g.arena)
+	g.mu.Lock()
+	g.srv = srv
+	g.mu.Unlock()
 	pb.RegisterPluginServer(s, srv)
 	pb.RegisterSourceServer(s, sourceServer{server: srv})
 	pb.RegisterSinkServer(s, sinkServer{server: srv})
@@ -64,10 +74,12 @@ func Serve(p *Plugin) {
 		fmt.Fprintln(os.Stderr, "sluice plugin:", err)
 		os.Exit(1)
 	}
+	g := &grpcPlugin{impl: p, arena: arena}
+	go watchHost(g, os.Getppid(), hostPollInterval)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
-			ProtocolVersion: {pluginKey: &grpcPlugin{impl: p, arena: arena}},
+			ProtocolVersion: {pluginKey: g},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(maxMessageSize), grpc.MaxSendMsgSize(maxMessageSize))
@@ -75,6 +87,39 @@ func Serve(p *Plugin) {
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: p.Name, Level: hclog.Warn, Output: os.Stderr, JSONFormat: true}),
 	})
+}
+
+// hostPollInterval is how often a plugin checks that its host still runs.
+const hostPollInterval = 250 * time.Millisecond
+
+// watchHost ends the plugin process when its host is gone — the parent
+// process changed, because the host died (even by SIGKILL) and the plugin was
+// re-parented — or when SIGTERM arrives. Every open sink is aborted first, so
+// its temporary files go with the process: nothing is left running, holding
+// files a later run would have to leave alone.
+func watchHost(g *grpcPlugin, parent int, every time.Duration) {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for gone := false; !gone; {
+		select {
+		case <-term:
+			gone = true
+		case <-tick.C:
+			gone = parent > 1 && os.Getppid() != parent
+		}
+	}
+	g.mu.Lock()
+	srv := g.srv
+	g.mu.Unlock()
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		srv.abortAll(ctx)
+		cancel()
+	}
+	// Nothing is written to stderr: the host that read it may be gone.
+	os.Exit(1)
 }
 
 // arenaFromEnv maps the arena the host passed, if any.

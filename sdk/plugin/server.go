@@ -74,6 +74,21 @@ func (s *server) sink(id uint64) (Sink, error) {
 	return sk, nil
 }
 
+// abortAll aborts every open sink, for a plugin about to exit without its
+// host's say.
+func (s *server) abortAll(ctx context.Context) {
+	s.mu.Lock()
+	sinks := make([]Sink, 0, len(s.sinks))
+	for id, sk := range s.sinks {
+		sinks = append(sinks, sk)
+		delete(s.sinks, id)
+	}
+	s.mu.Unlock()
+	for _, sk := range sinks {
+		sk.Abort(ctx)
+	}
+}
+
 // sourceServer implements the Source service.
 type sourceServer struct {
 	pb.UnimplementedSourceServer
