@@ -36,9 +36,10 @@ func goBuild(t *testing.T, dir, pkg, name string, ldflags ...string) string {
 
 // partitionPipeline covers every case of a partitioned run: a safetensors
 // shard set with detached signatures (split between partitions, its index,
-// side files and their signatures written by finalize), a GGUF split set
-// (split, nothing to finalize) and a single GGUF (written whole by one
-// partition).
+// side files and their signatures written by finalize), an apsim set with
+// its embedded signature (its signed index written by finalize), a GGUF
+// split set (split, nothing to finalize) and a single GGUF (written whole by
+// one partition).
 func partitionPipeline(t *testing.T) string {
 	return writePipeline(t, fmt.Sprintf(`
 variable "out_dir" { type = string }
@@ -67,6 +68,10 @@ sink "gguf" "split" {
   input        = transform.gguf
   path         = "${var.out_dir}/gguf/model.gguf"
   architecture = "auto"
+}
+sink "apsim" "set" {
+  input = transform.release
+  path  = "${var.out_dir}/apsim/model.apsim"
 }
 sink "gguf" "whole" {
   input        = source.hf
