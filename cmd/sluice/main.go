@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,8 +31,10 @@ type app struct {
 	workers   int
 	json      bool
 	quiet     bool
-	stdout    io.Writer
-	stderr    io.Writer
+	// pluginTimeout stops a plugin that makes no progress (0: never).
+	pluginTimeout time.Duration
+	stdout        io.Writer
+	stderr        io.Writer
 }
 
 func main() {
@@ -88,6 +91,7 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
 	pf.IntVar(&a.workers, "workers", 0, "goroutines applying ops at once (default: every core)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print nothing but errors")
+	pf.DurationVar(&a.pluginTimeout, "plugin-timeout", plugin.DefaultTimeout, "stop a plugin that makes no progress for this long (0: wait forever)")
 	root.AddCommand(
 		a.runCommand(), a.finalizeCommand(), a.planCommand(), a.validateCommand(),
 		a.convertCommand(), a.infoCommand(), a.verifyCommand(), a.diffCommand(),
@@ -122,11 +126,16 @@ func (a *app) newHost() (*host.Host, *plugin.Arena, uint64, error) {
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	timeout := a.pluginTimeout
+	if timeout == 0 {
+		timeout = -1 // the flag's 0 means no timeout
+	}
 	h := host.New(host.Options{
 		Builtins:   builtins,
 		InProcess:  a.inProcess,
 		Arena:      arena,
 		PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv)),
+		Timeout:    timeout,
 	})
 	return h, arena, heap, nil
 }

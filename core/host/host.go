@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 
@@ -49,6 +50,10 @@ type Options struct {
 	PluginPath []string
 	// Pins maps a plugin name to the hex sha256 its binary must have.
 	Pins map[string]string
+	// Timeout stops a plugin process that makes no progress for that long
+	// (see plugin.LaunchConfig.Timeout): zero means plugin.DefaultTimeout,
+	// negative never.
+	Timeout time.Duration
 }
 
 // PluginPathEnv names the environment variable listing plugin directories.
@@ -255,7 +260,7 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 		}
 		cmd := exec.Command(exe, "plugin", "serve", name)
 		cmd.Env = pluginEnv()
-		return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q", name), SHA256: h.pin(name)})
+		return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q", name), SHA256: h.pin(name), Timeout: h.opts.Timeout, HostTLS: true})
 	}
 	h.scan()
 	h.mu.Lock()
@@ -266,7 +271,7 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 	}
 	cmd := exec.Command(e.Path)
 	cmd.Env = pluginEnv()
-	return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q (%s)", name, e.Path), SHA256: h.pin(name)})
+	return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q (%s)", name, e.Path), SHA256: h.pin(name), Timeout: h.opts.Timeout})
 }
 
 func (h *Host) pin(name string) []byte {
