@@ -164,7 +164,10 @@ func conversion(d tensor.DType) (tensor.DType, string, error) {
 
 // Plan decides conversions and output files from the manifest alone.
 func (s *Sink) Plan(_ context.Context, in *tensor.Manifest) (*plugin.SinkPlan, error) {
-	p := &plugin.SinkPlan{}
+	// Every shard is a complete file with its own sharding metadata and
+	// there is no index, so separate runs can write the shards of a set
+	// (protocol 1.1) and finalizing writes nothing.
+	p := &plugin.SinkPlan{Partitions: true}
 	conv := in.Clone()
 	var refused []string
 	for i := range conv.Tensors {
@@ -242,8 +245,9 @@ func (s *Sink) checkLimits(plans []*filePlan) error {
 }
 
 // Begin creates the outputs under temporary names and writes everything
-// but the tensor data and the footer.
-func (s *Sink) Begin(_ context.Context, m *tensor.Manifest, _ plugin.BeginOptions) error {
+// but the tensor data and the footer: every shard, those opts.Shards names,
+// or none for a finalize run.
+func (s *Sink) Begin(_ context.Context, m *tensor.Manifest, opts plugin.BeginOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.begun {
@@ -268,7 +272,17 @@ func (s *Sink) Begin(_ context.Context, m *tensor.Manifest, _ plugin.BeginOption
 	}
 	s.meta = meta
 	s.slots = map[string]slot{}
-	for _, fp := range plans {
+	want := map[int]bool{}
+	for _, i := range opts.Shards {
+		if i < 1 || i > len(plans) {
+			return fmt.Errorf("%s: shard %d asked for, the set has %d", s.path, i, len(plans))
+		}
+		want[i-1] = true
+	}
+	for gi, fp := range plans {
+		if opts.Finalize || (len(want) > 0 && !want[gi]) {
+			continue
+		}
 		f := &outFile{plan: fp, state: make([]writeState, len(fp.tensors)), chunks: make([][]region, len(fp.tensors))}
 		s.files = append(s.files, f)
 		for i := range fp.tensors {
