@@ -30,6 +30,12 @@ type LaunchConfig struct {
 	StartTimeout time.Duration
 	// Label names the plugin in errors, e.g. `plugin "gguf" (sink.out)`.
 	Label string
+	// HostTLS makes the host issue the certificates of both ends of the
+	// connection (ECDSA P-256) instead of go-plugin's AutoMTLS, in which each
+	// process generates a P-521 key: the plugin starts about 50 ms of CPU
+	// sooner. Only a plugin built with this SDK's Serve understands it; the
+	// host sets it for its built-in plugins, served by its own binary.
+	HostTLS bool
 	// Timeout bounds every wait for the plugin once it runs: a call, the
 	// next chunk of a read, the release of a slot it was sent. A plugin
 	// that makes no progress for that long is stopped (killed) and the
@@ -49,7 +55,8 @@ type Client struct {
 }
 
 // Launch starts a plugin process, performs the handshake (gRPC only, with
-// automatic mutual TLS) and asks the plugin what it serves.
+// mutual TLS: go-plugin's AutoMTLS, or certificates the host issues when
+// HostTLS is set) and asks the plugin what it serves.
 func Launch(cfg LaunchConfig) (*Client, error) {
 	label := cfg.Label
 	if label == "" {
@@ -79,6 +86,14 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		// go-plugin logs the process's exit status at error level.
 		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: &exitFilter{exitLog}, DisableTime: true}),
 		GRPCDialOptions: nil,
+	}
+	if cfg.HostTLS {
+		ht, err := newHostTLS()
+		if err != nil {
+			return nil, fmt.Errorf("%s: issuing TLS certificates: %w", label, err)
+		}
+		cmd.Env = append(cmd.Env, ht.env)
+		cc.AutoMTLS, cc.TLSConfig = false, ht.client
 	}
 	if cfg.SHA256 != nil {
 		cc.SecureConfig = &goplugin.SecureConfig{Checksum: cfg.SHA256, Hash: sha256.New()}

@@ -81,6 +81,9 @@ func Serve(p *Plugin) {
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			ProtocolVersion: {pluginKey: g},
 		},
+		// Certificates the host issued (LaunchConfig.HostTLS), if any;
+		// otherwise go-plugin's AutoMTLS.
+		TLSProvider: pluginTLSFromEnv,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(maxMessageSize), grpc.MaxSendMsgSize(maxMessageSize))
 			return grpc.NewServer(opts...)
