@@ -97,7 +97,10 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 	}
 	var rec *run.Recorder
 	if pv != nil {
-		rec = run.StartRecording(ctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
+		// Input hashing stops with a failed run.
+		hctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
 	}
 	prog := a.newProgress()
 	res, err := run.Execute(ctx, runPlan, run.Options{
