@@ -59,8 +59,13 @@ func (c *rpcClient) unary(ctx context.Context, op string) (context.Context, cont
 	if c.timeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeoutCause(ctx, c.timeout, &HangError{Op: op, Timeout: c.timeout})
+	he := &HangError{Op: op, Timeout: c.timeout}
+	return context.WithTimeoutCause(context.WithValue(ctx, hangKey{}, he), c.timeout, he)
 }
+
+// hangKey holds, in a context, the *HangError its own watchdog or deadline
+// ends it with.
+type hangKey struct{}
 
 // callErr turns the error of a call (or stream) made under ctx into a
 // *HangError, stopping the plugin, when the watchdog expired; otherwise into
@@ -78,10 +83,13 @@ func (c *rpcClient) callErr(ctx context.Context, err error) error {
 	return c.err(err)
 }
 
-// hangOf returns the *HangError that ended ctx, or nil.
+// hangOf returns the *HangError that ended ctx, or nil. Only the error of
+// ctx's own watchdog or deadline counts: a context canceled because another
+// plugin hung (an errgroup's, whose cause is that error) is not a hang of
+// this plugin.
 func hangOf(ctx context.Context) *HangError {
-	var he *HangError
-	if errors.As(context.Cause(ctx), &he) {
+	he, _ := ctx.Value(hangKey{}).(*HangError)
+	if he != nil && context.Cause(ctx) == error(he) {
 		return he
 	}
 	return nil
@@ -92,7 +100,7 @@ func hangOf(ctx context.Context) *HangError {
 // (armed), never the time the host itself takes.
 type watchdog struct {
 	timeout time.Duration
-	op      string
+	he      *HangError // the error the watchdog ends the stream with
 	cancel  context.CancelCauseFunc
 
 	mu      sync.Mutex
@@ -104,8 +112,9 @@ type watchdog struct {
 // watch returns a context for a stream and its watchdog; stop the watchdog
 // when the stream ends. Without a timeout the watchdog does nothing.
 func (c *rpcClient) watch(ctx context.Context, op string) (context.Context, *watchdog) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	w := &watchdog{timeout: c.timeout, op: op, cancel: cancel, done: make(chan struct{})}
+	he := &HangError{Op: op, Timeout: c.timeout}
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, hangKey{}, he))
+	w := &watchdog{timeout: c.timeout, he: he, cancel: cancel, done: make(chan struct{})}
 	if c.timeout > 0 {
 		go w.run()
 	}
@@ -124,7 +133,7 @@ func (w *watchdog) run() {
 			expired := w.waiting > 0 && now.Sub(w.since) > w.timeout
 			w.mu.Unlock()
 			if expired {
-				w.cancel(&HangError{Op: w.op, Timeout: w.timeout})
+				w.cancel(w.he)
 				return
 			}
 		}

@@ -231,3 +231,23 @@ func TestSlowHostDoesNotCountAgainstThePlugin(t *testing.T) {
 		t.Errorf("read %d bytes, %d hangs", total, hangs.Load())
 	}
 }
+
+// TestAnotherPluginsHangIsNotThisOnes is a regression test: when one plugin
+// hung, the run's context was canceled with its *HangError as the cause, and
+// every other plugin still waiting took that cause for its own hang — and was
+// killed, under the first plugin's error relabelled with its own name.
+func TestAnotherPluginsHangIsNotThisOnes(t *testing.T) {
+	c, hangs := connect(t, testPlugin(&hangSource{}, &slowSink{never: true}), time.Minute)
+	sk, err := c.OpenSink(context.Background(), "hang", MustConfig(map[string]any{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	other := &HangError{Label: `plugin "other"`, Op: "x", Timeout: time.Second}
+	time.AfterFunc(200*time.Millisecond, func() { cancel(other) })
+	err = sk.Write(ctx, "t", BytesData(bytes.Repeat([]byte{1}, 8<<20)))
+	var he *HangError
+	if err == nil || (errors.As(err, &he) && he == other) || hangs.Load() != 0 || other.Label != `plugin "other"` {
+		t.Errorf("got %v with %d hangs; the other plugin's hang was taken for this one's", err, hangs.Load())
+	}
+}
