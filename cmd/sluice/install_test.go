@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,5 +148,21 @@ func TestInstallIntoTheDefaultDirectory(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(want))
 	if len(entries) != 1 {
 		t.Errorf("the plugin directory holds %d files", len(entries))
+	}
+}
+
+// The example plugin's own tests (the SDK's conformance kit among them) run
+// in its module, which `go test ./...` here does not enter.
+func TestNPZExampleModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the example module's tests build and run a plugin")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command("go", "test", "-count=1", "./...")
+	cmd.Dir = filepath.Join(repoRoot(t), "examples", "plugin-npz")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test in examples/plugin-npz: %v\n%s", err, out)
 	}
 }
