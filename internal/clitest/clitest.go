@@ -139,7 +139,7 @@ func watchRSS(pid int, done <-chan struct{}) (largest, sum int64) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for _, p := range descendants(pid) {
+		for _, p := range Descendants(pid) {
 			if hwm := vmHWM(p); hwm > peaks[p] {
 				peaks[p] = hwm
 			}
@@ -156,9 +156,9 @@ func watchRSS(pid int, done <-chan struct{}) (largest, sum int64) {
 	}
 }
 
-// descendants returns pid and every process below it, through
-// /proc/PID/task/TID/children.
-func descendants(pid int) []int {
+// Descendants returns pid and every process below it, through
+// /proc/PID/task/TID/children (Linux).
+func Descendants(pid int) []int {
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", out[i]))
@@ -190,4 +190,19 @@ func vmHWM(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// Running reports whether pid is a running process: it exists and is not a
+// zombie waiting for its parent to reap it.
+func Running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) == 0 || f[0] != "Z"
 }

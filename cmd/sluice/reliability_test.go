@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/internal/clitest"
+	"github.com/sluice-ml/sluice/internal/sample"
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
+	"github.com/sluice-ml/sluice/sdk/plugin"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// cliEnv makes the test binary run as the sluice command (with the test
+// plugins of this package built in), so a test can run, interrupt and kill
+// the real CLI as a child process. This file sorts after main_test.go, so
+// its init runs after that file registers the crashy plugin.
+const cliEnv = "SLUICE_TEST_AS_CLI"
+
+func init() {
+	builtins = append(builtins,
+		host.Builtin{Name: "hangy", New: hangyPlugin},
+		host.Builtin{Name: "slowsink", New: slowPlugin},
+	)
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
+}
+
+// hangyPlugin's sink creates its output in Begin, then hangs in Write,
+// deaf to cancellation: a plugin stuck in a loop or a dead lock.
+func hangyPlugin() *plugin.Plugin {
+	type cfg struct {
+		Path string `hcl:"path"`
+	}
+	return &plugin.Plugin{Name: "hangy", Version: "0.0.1", Sinks: []plugin.SinkType{
+		plugin.NewSinkType("hangy", "A sink that hangs, for tests.", func(ctx context.Context, c *cfg) (plugin.Sink, error) {
+			return &testSink{path: c.Path, hang: true}, nil
+		}),
+	}}
+}
+
+// slowPlugin's sink takes delay per tensor, so a test can interrupt a run.
+func slowPlugin() *plugin.Plugin {
+	type cfg struct {
+		Path  string `hcl:"path"`
+		Delay string `hcl:"delay"`
+	}
+	return &plugin.Plugin{Name: "slowsink", Version: "0.0.1", Sinks: []plugin.SinkType{
+		plugin.NewSinkType("slowsink", "A slow sink, for tests.", func(ctx context.Context, c *cfg) (plugin.Sink, error) {
+			d, err := time.ParseDuration(c.Delay)
+			return &testSink{path: c.Path, delay: d}, err
+		}),
+	}}
+}
+
+type testSink struct {
+	path  string
+	hang  bool
+	delay time.Duration
+	f     *atomicfile.File
+}
+
+func (s *testSink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan, error) {
+	return &plugin.SinkPlan{Files: []plugin.PlannedFile{{Path: s.path}}}, nil
+}
+func (s *testSink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOptions) (err error) {
+	s.f, err = atomicfile.Create(s.path, 0)
+	return err
+}
+func (s *testSink) Write(ctx context.Context, name string, data plugin.TensorData) error {
+	if s.hang {
+		fmt.Fprintln(os.Stderr, "hangy: stuck writing", name)
+		select {}
+	}
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	_, err := io.Copy(io.Discard, data)
+	return err
+}
+func (s *testSink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
+	return []plugin.Artifact{{Path: s.path}}, s.f.Commit()
+}
+func (s *testSink) Abort(ctx context.Context) error { return s.f.Abort() }
+
+// child is a run of the test binary as the sluice command, in its own
+// process group.
+type child struct {
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	done   chan struct{}
+}
+
+func startCLI(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
+	c.cmd.Env = append(append(clitest.BaseEnv(), cliEnv+"=1"), env...)
+	c.cmd.Stderr = &c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	})
+	return c
+}
+
+// wait waits for the child to exit and returns its exit code (-1 when a
+// signal ended it).
+func (c *child) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(d):
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+		t.Fatalf("sluice did not finish within %s; stderr:\n%s", d, c.stderr.String())
+	}
+	return c.cmd.ProcessState.ExitCode()
+}
+
+// plugins returns the pids of the child's plugin processes.
+func (c *child) plugins() []int {
+	all := clitest.Descendants(c.cmd.Process.Pid)
+	return all[1:]
+}
+
+// gone reports whether every pid has stopped running (a zombie has).
+func allGone(pids []int, d time.Duration) []int {
+	end := time.Now().Add(d)
+	for {
+		var alive []int
+		for _, p := range pids {
+			if clitest.Running(p) {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 || time.Now().After(end) {
+			return alive
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runManifestSuffix ends the run manifest written beside each output: it
+// records the run (times, durations), so it differs between runs; it must
+// still be complete JSON.
+const runManifestSuffix = ".sluice-run.json"
+
+// outputs lists the files under dir: final names with their sha256 (for a
+// run manifest, of a fixed string when it is complete JSON), and temporary
+// files.
+func outputs(t *testing.T, dir string) (finals map[string][32]byte, temps []string) {
+	t.Helper()
+	finals = map[string][32]byte{}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if atomicfile.IsTemp(p) {
+			temps = append(temps, rel)
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(p, runManifestSuffix) && json.Valid(b) {
+			b = []byte("a complete run manifest")
+		}
+		finals[rel] = sha256.Sum256(b)
+		return nil
+	})
+	sort.Strings(temps)
+	return finals, temps
+}
+
+// crashPipeline writes a checkpoint of a few MiB and a pipeline with three
+// sinks (GGUF q8_0, a sharded safetensors set with its index, a signed
+// sharded apsim set), each served by its own plugin process.
+func crashPipeline(t *testing.T) (pipelinePath, outDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "hf")
+	c := sample.Default
+	c.Hidden, c.Intermediate, c.Layers, c.Heads, c.KVHeads = 256, 512, 4, 8, 4
+	if err := sample.Write(in, c); err != nil {
+		t.Fatal(err)
+	}
+	outDir = filepath.Join(dir, "out")
+	pipelinePath = filepath.Join(dir, "pipeline.hcl")
+	src := fmt.Sprintf(`
+variable "key" {
+  type      = string
+  sensitive = true
+}
+source "safetensors" "hf" { path = %q }
+transform "quantize" "q8" {
+  input = source.hf
+  type  = "q8_0"
+}
+sink "gguf" "q8" {
+  input = transform.q8
+  path  = "%s/model-q8_0.gguf"
+}
+transform "shard" "s" {
+  input    = source.hf
+  max_size = "2MB"
+}
+sink "safetensors" "set" {
+  input = transform.s
+  path  = "%s/st/model.safetensors"
+}
+sink "apsim" "signed" {
+  input = source.hf
+  path  = "%s/apsim/model.apsim"
+  shard = "3MB"
+  key   = var.key
+}
+`, in, outDir, outDir, outDir)
+	if err := os.WriteFile(pipelinePath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pipelinePath, outDir
+}
+
+// TestKillAtRandomPoints kills sluice, or one of its plugin processes, with
+// SIGKILL at random points of a run, 24 times in the same output directory.
+// After every kill, each file under an output's final name is complete (the
+// bytes an uninterrupted run writes) or absent, and no plugin process is
+// left running. A last run completes, removing every temporary file the
+// killed runs left.
+func TestKillAtRandomPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	pipe, out := crashPipeline(t)
+	env := []string{"SLUICE_VAR_key=" + testSecret}
+	args := []string{"run", pipe, "--quiet", "--workers", "1"}
+
+	// The reference: an uninterrupted run.
+	began := time.Now()
+	ref := startCLI(t, env, args...)
+	if code := ref.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, ref.stderr.String())
+	}
+	took := time.Since(began)
+	want, temps := outputs(t, out)
+	if len(want) < 8 || len(temps) != 0 {
+		t.Fatalf("the reference run wrote %d files and left %v", len(want), temps)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+
+	rng := rand.New(rand.NewPCG(20, 26))
+	kills := map[string]int{}
+	for i := 0; i < 24; i++ {
+		c := startCLI(t, env, args...)
+		// Plugin processes start within the first few hundred ms; kill
+		// between the start and a little past the reference duration.
+		delay := time.Duration(rng.Int64N(int64(took)*11/10)) + 20*time.Millisecond
+		time.Sleep(delay)
+		victim, what := c.cmd.Process.Pid, "sluice"
+		plugins := c.plugins()
+		if i%2 == 1 {
+			// Wait for the plugins if they have not started yet.
+			for end := time.Now().Add(2 * time.Second); len(plugins) == 0 && time.Now().Before(end); plugins = c.plugins() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(plugins) > 0 {
+				victim, what = plugins[rng.IntN(len(plugins))], "a plugin"
+			}
+		}
+		kills[what]++
+		syscall.Kill(victim, syscall.SIGKILL)
+		code := c.wait(t, time.Minute)
+		if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
+			t.Errorf("kill %d (%s after %s): plugin processes %v still run", i, what, delay, alive)
+		}
+		got, temps := outputs(t, out)
+		for name, sum := range got {
+			if w, ok := want[name]; !ok || w != sum {
+				t.Errorf("kill %d (%s after %s, exit %d): %s is partial or wrong", i, what, delay, code, name)
+			}
+		}
+		t.Logf("kill %2d: %-8s after %4dms: exit %3d, %2d of %d outputs in place, %d temporary files left", i, what, delay.Milliseconds(), code, len(got), len(want), len(temps))
+		if code == 0 {
+			continue // the run had finished
+		}
+		if what == "a plugin" && code != exitInternal {
+			t.Errorf("kill %d: sluice exited %d after a plugin died, want %d:\n%s", i, code, exitInternal, c.stderr.String())
+		}
+	}
+	if kills["sluice"] < 10 || kills["a plugin"] < 10 {
+		t.Errorf("kills: %v", kills)
+	}
+
+	// The next run cleans what the killed ones left.
+	last := startCLI(t, env, args...)
+	if code := last.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("the run after the kills: exit %d\n%s", code, last.stderr.String())
+	}
+	got, temps := outputs(t, out)
+	if len(temps) != 0 {
+		t.Errorf("temporary files left after a complete run: %v", temps)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d outputs after a complete run, want %d", len(got), len(want))
+	}
+	for name, sum := range want {
+		if got[name] != sum {
+			t.Errorf("%s differs from the reference run", name)
+		}
+	}
+}
+
+// TestInterruptAbortsEveryOutput sends SIGINT to the process group, as
+// Ctrl-C in a terminal does, while sinks are writing: sluice aborts every
+// sink, removes every temporary file, stops its plugins and exits 130.
+func TestInterruptAbortsEveryOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	p := filepath.Join(dir, "pipeline.hcl")
+	os.WriteFile(p, []byte(fmt.Sprintf(`
+source "safetensors" "hf" { path = %q }
+sink "slowsink" "slow" {
+  input = source.hf
+  path  = "%s/slow.bin"
+  delay = "200ms"
+}
+sink "gguf" "g" {
+  input = source.hf
+  path  = "%s/model.gguf"
+}
+`, filepath.Join(repoRoot(t), "testdata", "sample"), out, out)), 0o644)
+	c := startCLI(t, nil, "run", p, "--quiet")
+	// Wait until the sinks hold their temporary files.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, temps := outputs(t, out); len(temps) >= 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the sinks never began; stderr:\n%s", c.stderr.String())
+		}
+	}
+	plugins := c.plugins()
+	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
+	code := c.wait(t, 30*time.Second)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d after SIGINT, want %d:\n%s", code, exitInterrupted, c.stderr.String())
+	}
+	if !strings.Contains(c.stderr.String(), "Interrupted") {
+		t.Errorf("no interruption message:\n%s", c.stderr.String())
+	}
+	finals, temps := outputs(t, out)
+	if len(finals)+len(temps) != 0 {
+		t.Errorf("left after SIGINT: %v %v", finals, temps)
+	}
+	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
+		t.Errorf("plugin processes %v still run after SIGINT", alive)
+	}
+}
+
+// TestHungPluginIsStoppedByTheCLI runs a sink that hangs, deaf to
+// cancellation, with --plugin-timeout 1s: the run fails with a diagnostic
+// that names the plugin, the stage and what it was waiting for, the plugin
+// process is killed, and nothing is left.
+func TestHungPluginIsStoppedByTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	p := filepath.Join(dir, "pipeline.hcl")
+	os.WriteFile(p, []byte(fmt.Sprintf(`
+source "safetensors" "hf" { path = %q }
+sink "hangy" "stuck" {
+  input = source.hf
+  path  = "%s/stuck.bin"
+}
+sink "safetensors" "ok" {
+  input = source.hf
+  path  = "%s/ok.safetensors"
+}
+`, filepath.Join(repoRoot(t), "testdata", "sample"), out, out)), 0o644)
+	began := time.Now()
+	c := startCLI(t, nil, "run", p, "--quiet", "--plugin-timeout", "1s")
+	time.Sleep(300 * time.Millisecond)
+	plugins := c.plugins()
+	code := c.wait(t, time.Minute)
+	took := time.Since(began)
+	stderr := c.stderr.String()
+	if code != exitInternal {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitInternal, stderr)
+	}
+	for _, w := range []string{`plugin "hangy"`, "sink.stuck", "made no progress for 1s", "--plugin-timeout", "hangy: stuck writing"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("the diagnostic lacks %q:\n%s", w, stderr)
+		}
+	}
+	t.Logf("after %s, exit %d:\n%s", took.Round(time.Millisecond), code, stderr)
+	if took > 20*time.Second {
+		t.Errorf("the run took %s to give up on a 1s timeout", took)
+	}
+	finals, temps := outputs(t, out)
+	if len(finals)+len(temps) != 0 {
+		t.Errorf("left after the hung plugin was stopped: %v %v", finals, temps)
+	}
+	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
+		t.Errorf("plugin processes %v still run", alive)
+	}
+}
