@@ -45,7 +45,7 @@ func corruptApsim(t *testing.T) plugintest.CorruptSuite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sections := []plugintest.Section{{8, "the header length"}, {int64(8 + n), "the JSON header"}}
+	sections := []plugintest.Section{{Offset: 8, Name: "the header length"}, {Offset: int64(8 + n), Name: "the JSON header"}}
 	for _, e := range h.Tensors {
 		sections = append(sections, plugintest.Section{Offset: int64(8+n) + int64(e.End), Name: "tensor " + e.Name})
 	}

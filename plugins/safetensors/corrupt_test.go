@@ -26,7 +26,7 @@ func corruptSuite(t testing.TB) plugintest.CorruptSuite {
 	for i := uint64(0); i < l.DataSize; i++ {
 		valid = append(valid, byte(i*7+1))
 	}
-	sections := []plugintest.Section{{8, "the header length"}, {int64(len(l.Prefix)), "the JSON header"}}
+	sections := []plugintest.Section{{Offset: 8, Name: "the header length"}, {Offset: int64(len(l.Prefix)), Name: "the JSON header"}}
 	for _, e := range l.Tensors {
 		sections = append(sections, plugintest.Section{Offset: int64(len(l.Prefix)) + int64(e.End), Name: "tensor " + e.Name})
 	}
