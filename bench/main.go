@@ -8,6 +8,7 @@
 //	go run ./bench run -only 'st → st|cp'             # a subset (a regexp on names and groups)
 //	go run ./bench scale -sizes 1GiB,2GiB,4GiB,8GiB   # peak RSS and throughput against size
 //	go run ./bench passthrough                        # issue 2's measurement: st → st against cp
+//	go run ./bench ab -runs 5 -- CMD… :: CMD…          # any commands against each other, interleaved
 //
 // Scenarios run interleaved, one run of each per round after a warm-up
 // round, and each run waits (a while) for the rest of the machine to be
@@ -42,6 +43,8 @@ func main() {
 		err = runCommand(os.Args[2:], `^(st → st|cp|cp \+ fsync|read \(page cache\))$`)
 	case "scale":
 		err = scaleCommand(os.Args[2:])
+	case "ab":
+		err = abCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -52,7 +55,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./bench gen|run|scale|passthrough [flags]   (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: go run ./bench gen|run|scale|passthrough|ab [flags]   (-h for each)")
 	os.Exit(2)
 }
 

@@ -35,6 +35,10 @@ type measurement struct {
 	// foreign is the CPU other processes on the machine used during the run,
 	// in cores.
 	foreign float64
+	// waited is the time the tree's threads were ready to run but waiting
+	// for a core (from /proc/*/task/*/schedstat, polled): with cpu, it
+	// tells how many cores the run could have used on an idle machine.
+	waited time.Duration
 	// rate, when set, replaces wall as the measure (in-process kernels).
 	rate float64
 }
@@ -63,8 +67,14 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		defer close(polled)
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
+		sched := map[int][2]int64{}
+		defer func() {
+			for _, v := range sched {
+				m.waited += time.Duration(v[1])
+			}
+		}()
 		for {
-			rss, pss, hwm := treeMemory(cmd.Process.Pid)
+			rss, pss, hwm := treeMemory(cmd.Process.Pid, sched)
 			mu.Lock()
 			m.treeRSS = max(m.treeRSS, rss)
 			m.treePSS = max(m.treePSS, pss)
@@ -93,8 +103,9 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 }
 
 // treeMemory returns the summed RSS and PSS of pid and its descendants, and
-// the high-water RSS of pid itself.
-func treeMemory(pid int) (rss, pss, hwm int64) {
+// the high-water RSS of pid itself. It records each thread's schedstat
+// (nanoseconds on a core, nanoseconds waiting for one) in sched.
+func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm int64) {
 	pids := []int{pid}
 	for len(pids) > 0 {
 		p := pids[0]
@@ -109,6 +120,22 @@ func treeMemory(pid int) (rss, pss, hwm int64) {
 		}
 		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
 			pss += statusField(rollup, "Pss:")
+		}
+		if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p)); err == nil {
+			for _, t := range tasks {
+				tid, _ := strconv.Atoi(t.Name())
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", p, tid))
+				if err != nil {
+					continue
+				}
+				f := strings.Fields(string(b))
+				if len(f) < 2 {
+					continue
+				}
+				run, _ := strconv.ParseInt(f[0], 10, 64)
+				wait, _ := strconv.ParseInt(f[1], 10, 64)
+				sched[tid] = [2]int64{run, wait}
+			}
 		}
 		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
 		for _, c := range strings.Fields(string(children)) {
@@ -200,6 +227,7 @@ type summary struct {
 	minWall time.Duration
 	maxWall time.Duration
 	cpu     time.Duration // median
+	waited  time.Duration // median
 	selfHWM int64         // largest
 	maxRSS  int64         // largest
 	treeRSS int64         // largest
@@ -215,9 +243,10 @@ func summarize(ms []measurement) summary {
 	s := summary{n: len(ms)}
 	walls := make([]time.Duration, len(ms))
 	cpus := make([]time.Duration, len(ms))
+	waits := make([]time.Duration, len(ms))
 	rates := make([]float64, len(ms))
 	for i, m := range ms {
-		walls[i], cpus[i], rates[i] = m.wall, m.cpu, m.rate
+		walls[i], cpus[i], waits[i], rates[i] = m.wall, m.cpu, m.waited, m.rate
 		s.selfHWM = max(s.selfHWM, m.selfHWM)
 		s.maxRSS = max(s.maxRSS, m.maxRSS)
 		s.treeRSS = max(s.treeRSS, m.treeRSS)
@@ -226,8 +255,9 @@ func summarize(ms []measurement) summary {
 	}
 	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 	sort.Slice(cpus, func(i, j int) bool { return cpus[i] < cpus[j] })
+	sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
 	sort.Float64s(rates)
 	s.wall, s.minWall, s.maxWall = walls[len(walls)/2], walls[0], walls[len(walls)-1]
-	s.cpu, s.rate = cpus[len(cpus)/2], rates[len(rates)/2]
+	s.cpu, s.waited, s.rate = cpus[len(cpus)/2], waits[len(waits)/2], rates[len(rates)/2]
 	return s
 }

@@ -198,6 +198,18 @@ func (s *suite) build() {
 		if op != nil {
 			op.twin = ip
 		}
+		// Every sluice run records a run manifest: the SHA-256 of every
+		// input and output file. Two scenarios also run without, to show
+		// what that costs and what the data plane does alone.
+		if sc.slug == "st" || sc.slug == "q8_0" {
+			name := sc.name + " (no run manifest)"
+			nm := append(append([]string(nil), base...), "--run-manifest=false")
+			op := add(&item{name: name, group: sc.group, mode: "out of process", argv: nm, out: out, input: sc.input, srcDType: sc.src, output: output})
+			ip := add(&item{name: name, group: sc.group, mode: "in-process", argv: append(append([]string(nil), nm...), "--in-process"), out: out, input: sc.input, srcDType: sc.src, output: output})
+			if op != nil {
+				op.twin = ip
+			}
+		}
 	}
 	// sluice info on the inputs and on a 150k vocabulary.
 	add(&item{name: "info safetensors " + bytesize.Human(uint64(bf16Size)), group: "info", argv: []string{s.sluice, "info", in.bf16File}})
