@@ -20,6 +20,8 @@ import (
 // LaunchConfig says how to start a plugin process.
 type LaunchConfig struct {
 	// Cmd is the plugin command; Launch adds to its environment and files.
+	// Its Env is the plugin's whole environment, or, when nil, this
+	// process's environment, as with exec.Cmd.
 	Cmd *exec.Cmd
 	// Arena, when set, is passed to the plugin at spawn.
 	Arena *Arena
@@ -63,6 +65,10 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		label = "plugin " + cfg.Cmd.Path
 	}
 	cmd := cfg.Cmd
+	// As with exec.Cmd, a nil Env inherits this process's environment and
+	// any other is the whole environment: go-plugin would otherwise add
+	// ours to it, secrets (SLUICE_VAR_*) included.
+	inherit := cmd.Env == nil
 	if cfg.Arena != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, cfg.Arena.File())
 		fd := 2 + len(cmd.ExtraFiles)
@@ -80,6 +86,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		SkipHostEnv:      !inherit,
 		Stderr:           st,
 		SyncStderr:       st,
 		StartTimeout:     cfg.StartTimeout,

@@ -131,7 +131,43 @@ const markEnv = "SLUICE_SDK_TEST_MARK"
 
 func init() {
 	if p := os.Getenv(markEnv); p != "" {
-		os.WriteFile(p, []byte("started\n"), 0o644)
+		os.WriteFile(p, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o644)
+	}
+}
+
+// TestPluginEnvironmentIsTheHostsChoice is a regression test: go-plugin
+// added the host's whole environment to the one the host chose for a plugin,
+// so pipeline variables (SLUICE_VAR_*) and the caller's secrets reached every
+// plugin process. A plugin now gets exactly Cmd.Env (or, when nil, the
+// host's environment, as exec.Cmd does).
+func TestPluginEnvironmentIsTheHostsChoice(t *testing.T) {
+	t.Setenv("SLUICE_VAR_signing_key", "host-only-secret")
+	mark := filepath.Join(t.TempDir(), "env")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"SLUICE_SDK_TEST_SERVE=1", markEnv + "=" + mark, "CHOSEN=yes"}
+	c, err := Launch(LaunchConfig{Cmd: cmd, Label: "plugin gen", StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	env, err := os.ReadFile(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "host-only-secret") || !strings.Contains(string(env), "CHOSEN=yes") {
+		t.Errorf("the plugin's environment:\n%s", env)
+	}
+	// nil inherits, as with exec.Cmd.
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	t.Setenv("SLUICE_SDK_TEST_SERVE", "1")
+	t.Setenv(markEnv, mark)
+	c, err = Launch(LaunchConfig{Cmd: cmd, Label: "plugin gen", StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if env, _ := os.ReadFile(mark); !strings.Contains(string(env), "host-only-secret") {
+		t.Errorf("a nil Env did not inherit the host's environment")
 	}
 }
 
