@@ -34,6 +34,7 @@ func init() {
 	builtins = append(builtins,
 		host.Builtin{Name: "hangy", New: hangyPlugin},
 		host.Builtin{Name: "slowsink", New: slowPlugin},
+		host.Builtin{Name: "spy", New: spyPlugin},
 	)
 	if os.Getenv(cliEnv) == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
@@ -67,7 +68,29 @@ func slowPlugin() *plugin.Plugin {
 	}}
 }
 
+// spyPlugin's sink records what its process was given — its environment
+// and the configuration JSON exactly as it arrived — in the file at path.
+func spyPlugin() *plugin.Plugin {
+	type cfg struct {
+		Path   string `hcl:"path"`
+		Tag    string `hcl:"tag,optional"`
+		Secret string `hcl:"secret,optional,sensitive"`
+	}
+	return &plugin.Plugin{Name: "spy", Version: "0.0.1", Sinks: []plugin.SinkType{{
+		Name: "spy", Doc: "Records its environment and configuration, for tests.", Schema: plugin.MustSchemaOf[cfg](),
+		Open: func(ctx context.Context, raw plugin.Config) (plugin.Sink, error) {
+			var c cfg
+			if err := raw.Decode(&c); err != nil {
+				return nil, err
+			}
+			dump, _ := json.Marshal(map[string]any{"env": os.Environ(), "config": string(raw.JSON)})
+			return &testSink{path: c.Path, dump: dump}, nil
+		},
+	}}}
+}
+
 type testSink struct {
+	dump  []byte // written to the output, when set
 	path  string
 	hang  bool
 	delay time.Duration
@@ -79,6 +102,9 @@ func (s *testSink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkP
 }
 func (s *testSink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOptions) (err error) {
 	s.f, err = atomicfile.Create(s.path, 0)
+	if err == nil && s.dump != nil {
+		_, err = s.f.Write(s.dump)
+	}
 	return err
 }
 func (s *testSink) Write(ctx context.Context, name string, data plugin.TensorData) error {
@@ -426,5 +452,73 @@ sink "safetensors" "ok" {
 	}
 	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
 		t.Errorf("plugin processes %v still run", alive)
+	}
+}
+
+// TestPluginsSeeOnlyTheirOwnStage runs two stages of a plugin that records
+// what it receives. Each gets its own configuration and nothing else: not
+// the other stage's attributes, not the pipeline's variables (SLUICE_VAR_*),
+// not the caller's environment beyond what a process needs.
+func TestPluginsSeeOnlyTheirOwnStage(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	p := filepath.Join(dir, "pipeline.hcl")
+	os.WriteFile(p, []byte(fmt.Sprintf(`
+variable "secret" {
+  type      = string
+  sensitive = true
+}
+variable "unused" {
+  type    = string
+  default = "an-unused-variable"
+}
+source "safetensors" "hf" { path = %q }
+sink "spy" "a" {
+  input  = source.hf
+  path   = "%s/a.json"
+  tag    = "tag-of-a"
+  secret = var.secret
+}
+sink "spy" "b" {
+  input = source.hf
+  path  = "%s/b.json"
+  tag   = "tag-of-b"
+}
+`, filepath.Join(repoRoot(t), "testdata", "sample"), out, out)), 0o644)
+	const secret = "s3cret-of-stage-a"
+	c := startCLI(t, []string{"SLUICE_VAR_secret=" + secret, "SLUICE_VAR_unused=from-the-environment", "CALLER_TOKEN=token-of-the-caller"}, "run", p, "--quiet")
+	if code := c.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, c.stderr.String())
+	}
+	var seen [2]struct {
+		Env    []string `json:"env"`
+		Config string   `json:"config"`
+	}
+	for i, name := range []string{"a.json", "b.json"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &seen[i]); err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range seen[i].Env {
+			if strings.HasPrefix(kv, "SLUICE_VAR_") || strings.Contains(kv, secret) || strings.Contains(kv, "token-of-the-caller") || strings.Contains(kv, "from-the-environment") {
+				t.Errorf("%s: the plugin process sees %q in its environment", name, kv)
+			}
+		}
+	}
+	a, b := seen[0].Config, seen[1].Config
+	if !strings.Contains(a, "tag-of-a") || !strings.Contains(a, secret) {
+		t.Errorf("stage a did not get its own configuration: %s", a)
+	}
+	if !strings.Contains(b, "tag-of-b") || strings.Contains(b, "tag-of-a") || strings.Contains(b, secret) || strings.Contains(b, "unused") {
+		t.Errorf("stage b got more than its own configuration: %s", b)
+	}
+	if strings.Contains(a, "tag-of-b") || strings.Contains(a, "unused") {
+		t.Errorf("stage a got more than its own configuration: %s", a)
+	}
+	if strings.Contains(c.stderr.String(), secret) {
+		t.Errorf("the secret appears in sluice's output")
 	}
 }
