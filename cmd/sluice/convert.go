@@ -297,8 +297,10 @@ func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, planOnly 
 	defer pr.close()
 	cwd, _ := os.Getwd()
 	p, diags := pipeline.LoadSource("convert.hcl", src, cwd, pipeline.Options{Environ: env})
+	a.noteSecrets(p)
 	if !diags.HasErrors() {
 		diags = append(diags, p.Decode(h)...)
+		a.noteSecrets(p)
 	}
 	if diags.HasErrors() {
 		a.printDiags(p, diags)

@@ -33,8 +33,10 @@ type app struct {
 	quiet     bool
 	// pluginTimeout stops a plugin that makes no progress (0: never).
 	pluginTimeout time.Duration
-	stdout        io.Writer
-	stderr        io.Writer
+	// secrets are the values the output redactors hide.
+	secrets *secretSet
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 func main() {
@@ -44,7 +46,14 @@ func main() {
 func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stdout: stdout, stderr: stderr}
+	// Everything printed goes through the redactors: no sensitive value a
+	// plugin or a library echoes reaches the terminal or a log.
+	secrets := &secretSet{}
+	outR, errR := newRedactor(stdout, secrets), newRedactor(stderr, secrets)
+	defer outR.Flush()
+	defer errR.Flush()
+	stdout, stderr = outR, errR
+	a := &app{stdout: stdout, stderr: stderr, secrets: secrets}
 	root := a.rootCommand()
 	root.SetArgs(terraformFlags(args))
 	root.SetOut(stdout)
@@ -81,9 +90,12 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
   sluice plan pipeline.hcl
   sluice convert model.safetensors model.gguf --dtype q8_0
   sluice info model.gguf`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version,
+		SilenceUsage: true,
+		// Keys given on the command line join the values the output
+		// redactors hide.
+		PersistentPreRun: func(cmd *cobra.Command, args []string) { a.noteFlagSecrets(cmd) },
+		SilenceErrors:    true,
+		Version:          version,
 	}
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.inProcess, "in-process", false, "run plugins inside this process (for profiling and comparison)")

@@ -41,6 +41,8 @@ type loaded struct {
 // load parses and decodes a pipeline, printing diagnostics.
 func (a *app) load(path string, vf varFlags, h *host.Host) (*pipeline.Pipeline, error) {
 	p, diags := pipeline.Load(path, pipeline.Options{Vars: vf.vars, VarFiles: vf.varFiles, Environ: os.Environ()})
+	a.noteSecrets(p)
+	defer a.noteSecrets(p) // the decoded stages' sensitive attributes
 	if !diags.HasErrors() {
 		h.SetPins(p.PinnedDigests())
 		diags = append(diags, lockDiags(path, p, h)...)
@@ -63,7 +65,7 @@ func (a *app) printDiags(p *pipeline.Pipeline, diags hcl.Diagnostics) {
 		files = p.Files
 	}
 	color := false
-	if f, ok := a.stderr.(*os.File); ok {
+	if f, ok := terminalFile(a.stderr); ok {
 		color = isatty.IsTerminal(f.Fd())
 	}
 	w := hcl.NewDiagnosticTextWriter(a.stderr, files, 100, color)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -38,7 +37,7 @@ func (a *app) newProgress() *progress {
 		p.mode = "json"
 		p.w = a.stdout
 	default:
-		if f, ok := a.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if f, ok := terminalFile(a.stderr); ok && isatty.IsTerminal(f.Fd()) {
 			p.mode = "bar"
 		}
 	}

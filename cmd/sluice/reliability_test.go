@@ -130,14 +130,19 @@ func (s *testSink) Abort(ctx context.Context) error { return s.f.Abort() }
 type child struct {
 	cmd    *exec.Cmd
 	stderr strings.Builder
+	out    strings.Builder
 	done   chan struct{}
 }
+
+// stdout returns what the child printed on stdout; call it after wait.
+func (c *child) stdout() string { return c.out.String() }
 
 func startCLI(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
 	c := &child{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
 	c.cmd.Env = append(append(clitest.BaseEnv(), cliEnv+"=1"), env...)
 	c.cmd.Stderr = &c.stderr
+	c.cmd.Stdout = &c.out
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
