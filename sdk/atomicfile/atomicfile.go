@@ -54,7 +54,7 @@ func Create(path string, size int64) (*File, error) {
 	if size > 0 {
 		if err := reserve(f, size); err != nil {
 			af.Abort()
-			if errors.Is(err, syscall.ENOSPC) {
+			if IsNoSpace(err) {
 				return nil, &NoSpaceError{Path: path, Needed: size, Err: err}
 			}
 			return nil, fmt.Errorf("reserving %d bytes for %s: %w", size, path, err)
@@ -63,15 +63,90 @@ func Create(path string, size int64) (*File, error) {
 	return af, nil
 }
 
-// NoSpaceError reports a full disk for an output, with the bytes it needed.
+// NoSpaceError reports a full disk for an output (ENOSPC), or a file size
+// limit it passes (EFBIG: ulimit -f), with the bytes it needed.
 type NoSpaceError struct {
-	Path   string
+	// Path is the output's final name.
+	Path string
+	// Needed is the output's size in bytes; 0 when unknown.
 	Needed int64
 	Err    error
 }
 
 func (e *NoSpaceError) Error() string {
-	return fmt.Sprintf("no space left on the device for %s: it needs %d bytes", e.Path, e.Needed)
+	what := "no space left on the device for " + e.Path
+	if errors.Is(e.Err, syscall.EFBIG) {
+		what = e.Path + " is larger than the file size limit (ulimit -f) allows"
+	}
+	if e.Needed > 0 {
+		return fmt.Sprintf("%s: it needs %d bytes (%s); nothing was left under its name", what, e.Needed, humanBytes(e.Needed))
+	}
+	return what + "; nothing was left under its name"
+}
+
+// Hint suggests a next step.
+func (e *NoSpaceError) Hint() string {
+	if errors.Is(e.Err, syscall.EFBIG) {
+		return "raise the file size limit (ulimit -f), or shard the output into smaller files"
+	}
+	return "free space on the device that holds " + filepath.Dir(e.Path) + ", or write the output elsewhere"
+}
+
+// humanBytes renders n with a binary unit.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// IsNoSpace reports whether err is a full disk (ENOSPC) or a file size
+// limit (EFBIG).
+func IsNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG)
+}
+
+// AsNoSpace turns an error that comes from writing the temporary file of an
+// output (it names the temporary file) into a *NoSpaceError naming the
+// output, when it is a full disk or a file size limit; needed is the
+// output's size, 0 when unknown. Other errors are returned as they are.
+func AsNoSpace(err error, needed int64) error {
+	if err == nil || !IsNoSpace(err) {
+		return err
+	}
+	var ns *NoSpaceError
+	if errors.As(err, &ns) {
+		if ns.Needed == 0 {
+			ns.Needed = needed
+		}
+		return ns
+	}
+	path := ""
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		path = pe.Path
+		if final, ok := FinalName(pe.Path); ok {
+			path = final
+		}
+	}
+	return &NoSpaceError{Path: path, Needed: needed, Err: err}
+}
+
+// FinalName returns the output name a temporary file of this package stands
+// for: ".NAME.sluice-tmp-PID-RANDOM" in DIR gives DIR/NAME.
+func FinalName(temp string) (string, bool) {
+	dir, base := filepath.Split(temp)
+	i := strings.Index(base, tmpMarker)
+	if !strings.HasPrefix(base, ".") || i <= 1 {
+		return "", false
+	}
+	return filepath.Join(dir, base[1:i]), true
 }
 
 // Unwrap returns the system error.
@@ -123,7 +198,7 @@ func (f *File) Abort() error {
 }
 
 func wrapNoSpace(path string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) {
+	if IsNoSpace(err) {
 		return &NoSpaceError{Path: path, Err: err}
 	}
 	return err
