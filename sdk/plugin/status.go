@@ -2,16 +2,21 @@ package plugin
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
 )
 
 const (
 	reasonBadInput  = "BAD_INPUT"
 	reasonBadConfig = "BAD_CONFIG"
+	reasonNoSpace   = "NO_SPACE"
 )
 
 // toStatus turns a component's error into a gRPC status that keeps its kind:
@@ -25,6 +30,17 @@ func toStatus(err error) error {
 	}
 	var ce *ConfigError
 	switch {
+	case atomicfile.IsNoSpace(err):
+		// A full disk or a file size limit, with the output it hit and the
+		// bytes it needed when the plugin knows them.
+		var ns *atomicfile.NoSpaceError
+		errors.As(atomicfile.AsNoSpace(err, 0), &ns)
+		md := map[string]string{"path": ns.Path, "needed": strconv.FormatInt(ns.Needed, 10), "errno": "ENOSPC"}
+		if errors.Is(err, syscall.EFBIG) {
+			md["errno"] = "EFBIG"
+		}
+		st, _ := status.New(codes.ResourceExhausted, ns.Error()).WithDetails(&errdetails.ErrorInfo{Reason: reasonNoSpace, Metadata: md})
+		return st.Err()
 	case errors.As(err, &ce):
 		st, _ := status.New(codes.FailedPrecondition, ce.Msg).WithDetails(&errdetails.ErrorInfo{
 			Reason: reasonBadConfig, Metadata: map[string]string{"attribute": ce.Attribute},
@@ -75,6 +91,13 @@ func fromStatus(err error) error {
 			return &ConfigError{Attribute: info.Metadata["attribute"], Msg: st.Message()}
 		case reasonBadInput:
 			return &RemoteError{Code: st.Code(), Msg: st.Message(), bad: true}
+		case reasonNoSpace:
+			needed, _ := strconv.ParseInt(info.Metadata["needed"], 10, 64)
+			errno := syscall.ENOSPC
+			if info.Metadata["errno"] == "EFBIG" {
+				errno = syscall.EFBIG
+			}
+			return &atomicfile.NoSpaceError{Path: info.Metadata["path"], Needed: needed, Err: errno}
 		}
 	}
 	switch st.Code() {
