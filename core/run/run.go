@@ -16,6 +16,7 @@ import (
 	"io"
 	"math/big"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 		begun = append(begun, sk)
 		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID}
 		if err := sk.Sink.Begin(ctx, sk.Final, opt); err != nil {
-			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
+			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: noSpace(sk, err)})
 		}
 	}
 
@@ -116,7 +117,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 		arts, err := sk.Sink.Commit(ctx)
 		if err != nil {
 			begun = pl.Sinks[i:]
-			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})
+			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: noSpace(sk, err)})
 		}
 		sigs, err := signDetached(sk, arts)
 		if err != nil {
@@ -126,6 +127,44 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 		res.Artifacts = append(res.Artifacts, SinkArtifacts{Stage: sk.Stage, Artifacts: append(arts, sigs...)})
 	}
 	return res, nil
+}
+
+// noSpace completes a full-disk error (or a file size limit) from a sink
+// with what the plan knows: the output it hit (the sink's only file, when the
+// error does not say) and the bytes that output needs.
+func noSpace(sk *plan.SinkPlan, err error) error {
+	if !atomicfile.IsNoSpace(err) {
+		return err
+	}
+	var ns *atomicfile.NoSpaceError
+	if !errors.As(atomicfile.AsNoSpace(err, 0), &ns) {
+		return err
+	}
+	var files []plugin.PlannedFile
+	if sk.Plan != nil {
+		files = sk.Plan.Files
+	}
+	if ns.Path == "" && len(files) == 1 {
+		ns.Path = files[0].Path
+	}
+	for _, f := range files {
+		if ns.Needed == 0 && samePath(f.Path, ns.Path) {
+			ns.Needed = int64(f.Size)
+		}
+	}
+	return ns
+}
+
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }
 
 type runner struct {
@@ -320,7 +359,7 @@ func (r *runner) runTree(ctx context.Context, t *plan.Tree) error {
 			g.Go(func() error {
 				data := plugin.FileData(*t.Tensor.Location)
 				if err := leaf.Sink.Sink.Write(ctx, leaf.Name, data); err != nil {
-					return &treeError{tree: t, leaf: &leaf, err: err}
+					return &treeError{tree: t, leaf: &leaf, err: noSpace(leaf.Sink, err)}
 				}
 				return nil
 			})
@@ -440,7 +479,7 @@ func (r *runner) startLeaves(ctx context.Context, g *errgroup.Group, t *plan.Tre
 		f := f
 		g.Go(func() error {
 			data := plugin.NewChunkData(ctx, f.node.Size, &chanReader{ch: f.ch}, nil)
-			err := f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data)
+			err := noSpace(f.leaf.Sink, f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data))
 			data.Close()
 			go drain(f.ch)
 			if err != nil {
