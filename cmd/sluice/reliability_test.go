@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,9 +36,10 @@ func init() {
 		host.Builtin{Name: "hangy", New: hangyPlugin},
 		host.Builtin{Name: "slowsink", New: slowPlugin},
 		host.Builtin{Name: "spy", New: spyPlugin},
+		host.Builtin{Name: "filesink", New: filePlugin},
 	)
 	if os.Getenv(cliEnv) == "1" {
-		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(runAsCLI())
 	}
 }
 
@@ -89,16 +91,61 @@ func spyPlugin() *plugin.Plugin {
 	}}}
 }
 
+// filePlugin's sink writes every tensor into one file without reserving
+// its space first, so a full disk shows up in the middle of a write. With
+// device_size set, its writes see a device of that many bytes: past it they
+// fail with ENOSPC, exactly as os.File's do on a full disk.
+func filePlugin() *plugin.Plugin {
+	type cfg struct {
+		Path       string `hcl:"path"`
+		DeviceSize int64  `hcl:"device_size,optional"`
+	}
+	return &plugin.Plugin{Name: "filesink", Version: "0.0.1", Sinks: []plugin.SinkType{
+		plugin.NewSinkType("filesink", "Writes tensors back to back, unreserved, for tests.", func(ctx context.Context, c *cfg) (plugin.Sink, error) {
+			return &testSink{path: c.Path, concat: true, device: c.DeviceSize}, nil
+		}),
+	}}
+}
+
+// fullDevice writes to f from off and fails with ENOSPC at byte device of
+// the file, as a write to a full disk does.
+type fullDevice struct {
+	f      *os.File
+	off    int64
+	device int64
+}
+
+func (w *fullDevice) Write(p []byte) (int, error) {
+	room := w.device - w.off
+	if room >= int64(len(p)) {
+		n, err := w.f.WriteAt(p, w.off)
+		w.off += int64(n)
+		return n, err
+	}
+	n, _ := w.f.WriteAt(p[:max(room, 0)], w.off)
+	w.off += int64(n)
+	return n, &os.PathError{Op: "write", Path: w.f.Name(), Err: syscall.ENOSPC}
+}
+
 type testSink struct {
-	dump  []byte // written to the output, when set
-	path  string
-	hang  bool
-	delay time.Duration
-	f     *atomicfile.File
+	concat bool  // write the tensors back to back
+	device int64 // the size of the device, when simulated
+	mu     sync.Mutex
+	off    int64
+	total  uint64
+	dump   []byte // written to the output, when set
+	path   string
+	hang   bool
+	delay  time.Duration
+	f      *atomicfile.File
 }
 
 func (s *testSink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan, error) {
-	return &plugin.SinkPlan{Files: []plugin.PlannedFile{{Path: s.path}}}, nil
+	var size uint64
+	for _, t := range in.Tensors {
+		size += t.Size
+	}
+	return &plugin.SinkPlan{Files: []plugin.PlannedFile{{Path: s.path, Size: size, Tensors: len(in.Tensors)}}}, nil
 }
 func (s *testSink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOptions) (err error) {
 	s.f, err = atomicfile.Create(s.path, 0)
@@ -111,6 +158,19 @@ func (s *testSink) Write(ctx context.Context, name string, data plugin.TensorDat
 	if s.hang {
 		fmt.Fprintln(os.Stderr, "hangy: stuck writing", name)
 		select {}
+	}
+	if s.concat {
+		s.mu.Lock()
+		off := s.off
+		s.off += int64(data.Size())
+		s.mu.Unlock()
+		if s.device > 0 {
+			if _, err := io.Copy(&fullDevice{f: s.f.File, off: off, device: s.device}, data); err != nil {
+				return fmt.Errorf("writing tensor %s: %w", name, err)
+			}
+			return nil
+		}
+		return plugin.CopyToFile(s.f.File, off, data)
 	}
 	select {
 	case <-time.After(s.delay):
@@ -137,10 +197,17 @@ type child struct {
 // stdout returns what the child printed on stdout; call it after wait.
 func (c *child) stdout() string { return c.out.String() }
 
+// execSelf is a command that runs this test binary as the sluice command.
+func execSelf(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(clitest.BaseEnv(), cliEnv+"=1")
+	return cmd
+}
+
 func startCLI(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
-	c.cmd.Env = append(append(clitest.BaseEnv(), cliEnv+"=1"), env...)
+	c := &child{cmd: execSelf(args...), done: make(chan struct{})}
+	c.cmd.Env = append(c.cmd.Env, env...)
 	c.cmd.Stderr = &c.stderr
 	c.cmd.Stdout = &c.out
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
