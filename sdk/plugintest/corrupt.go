@@ -71,6 +71,8 @@ type CorruptSuite struct {
 	Crafted []Damage
 	// RandomCuts is the number of truncations at random points (default 16).
 	RandomCuts int
+	// FlipStride flips every FlipStride-th byte (default 1: every byte).
+	FlipStride int
 	// Seed seeds the random cuts (default 1).
 	Seed uint64
 	// TruncationMayRead is true for formats without an overall length, where
@@ -89,6 +91,9 @@ func (s *CorruptSuite) defaults() {
 	if s.RandomCuts == 0 {
 		s.RandomCuts = 16
 	}
+	if s.FlipStride <= 0 {
+		s.FlipStride = 1
+	}
 	if s.Seed == 0 {
 		s.Seed = 1
 	}
@@ -102,7 +107,8 @@ func (s *CorruptSuite) defaults() {
 
 // Damages lists every damaged file the suite tries: truncations at each
 // section boundary and one byte either side, truncations at random points,
-// every byte flipped (XOR 0xff) in turn, and the crafted damages.
+// every byte (or every FlipStride-th) flipped (XOR 0xff) in turn, and the
+// crafted damages.
 func (s CorruptSuite) Damages() []Damage {
 	s.defaults()
 	n := int64(len(s.Valid))
@@ -135,7 +141,7 @@ func (s CorruptSuite) Damages() []Damage {
 	for _, off := range offs {
 		out = append(out, Damage{Name: cuts[off], Data: s.Valid[:off], Kind: "truncation", MayRead: s.TruncationMayRead})
 	}
-	for i := range s.Valid {
+	for i := 0; i < len(s.Valid); i += s.FlipStride {
 		d := append([]byte(nil), s.Valid...)
 		d[i] ^= 0xff
 		out = append(out, Damage{Name: fmt.Sprintf("byte %d flipped", i), Data: d, Kind: "flip", MayRead: true})

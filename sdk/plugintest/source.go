@@ -19,8 +19,9 @@ type SourceSuite struct {
 	Source string
 	// SourceConfig holds attributes beyond "path".
 	SourceConfig map[string]any
-	// Fixtures are paths of small valid files of the format (a few KiB:
-	// every byte is flipped in turn).
+	// Fixtures are paths of small valid files of the format (a few KiB):
+	// every byte of the first is flipped in turn, every seventh byte of
+	// the others.
 	Fixtures []string
 	// Sections, when set, finds the boundaries of a fixture's parts.
 	Sections func(b []byte) []Section
@@ -60,6 +61,8 @@ func (s SourceSuite) CorruptSuites(t testing.TB) []CorruptSuite {
 		}
 		if i == 0 {
 			cs.Crafted = s.Crafted
+		} else {
+			cs.FlipStride = 7
 		}
 		out = append(out, cs)
 	}
