@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/pipeline"
@@ -34,6 +35,7 @@ func Open(ctx context.Context, p *pipeline.Pipeline, h *host.Host) (*Session, er
 		},
 		Plugins: map[*pipeline.Stage]string{},
 	}
+	startAll(ctx, p, h)
 	for _, st := range p.Stages {
 		if !st.Enabled {
 			continue
@@ -44,6 +46,34 @@ func Open(ctx context.Context, p *pipeline.Pipeline, h *host.Host) (*Session, er
 		}
 	}
 	return s, nil
+}
+
+// startAll starts every plugin the enabled stages need at once: a plugin
+// process takes tens of milliseconds to start, mostly its own CPU, so
+// several start in the time of one. Errors are left to the stage that needs
+// the plugin, which reports them in its own name.
+func startAll(ctx context.Context, p *pipeline.Pipeline, h *host.Host) {
+	names := map[string]bool{}
+	for _, st := range p.Stages {
+		if !st.Enabled || st.Kind == pipeline.Transform {
+			continue
+		}
+		if name, _, ok := h.Provider(st.Kind, st.Type); ok {
+			names[name] = true
+		}
+	}
+	if len(names) < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	for name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.Instance(ctx, name)
+		}()
+	}
+	wg.Wait()
 }
 
 func (s *Session) open(ctx context.Context, st *pipeline.Stage) error {
