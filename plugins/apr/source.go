@@ -3,8 +3,10 @@ package apr
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -111,6 +114,14 @@ func (s *Source) load() error {
 			continue
 		}
 		p := filepath.Join(filepath.Dir(s.path), fmt.Sprintf("%s-%05d-of-%05d%s", m[1], k, n, m[4]))
+		// A sibling must not lead out of the directory through a link
+		// (links inside a Hugging Face cache repository are fine).
+		if err := localpath.Inside(filepath.Dir(s.path), p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if plugin.IsBadInput(err) {
+				return &plugin.InputError{File: p, Msg: fmt.Sprintf("shard %d of %d", k, n), Err: err}
+			}
+			return fmt.Errorf("shard %d of %d: %w", k, n, err)
+		}
 		r, err := s.open(p)
 		if err != nil {
 			return fmt.Errorf("shard %d of %d: %w", k, n, err)
