@@ -151,6 +151,7 @@ func scaleCommand(args []string) error {
 	var c common
 	c.flags(fs, 1, `^(st → st|st → apsim \(sha256\)|st → gguf q8_0|cp|info safetensors.*)$`)
 	sizes := fs.String("sizes", "1GiB,2GiB,4GiB,8GiB", "checkpoint sizes")
+	keep := fs.Bool("keep", false, "keep each size's generated checkpoint (by default it is removed once measured, except 1GiB)")
 	fs.Parse(args)
 	c.noF16 = true
 	var suites []*suite
@@ -166,12 +167,16 @@ func scaleCommand(args []string) error {
 		if err := s.prepare(false); err != nil {
 			return err
 		}
+		s.cleanAfter = true
 		s.build()
 		if err := s.execute(c.runs); err != nil {
 			return err
 		}
 		// Outputs of this size are no longer needed; keep the disk free.
 		os.RemoveAll(filepath.Join(s.dir, "out"))
+		if !*keep && n != 1<<30 {
+			os.RemoveAll(s.inputs.bf16Dir)
+		}
 		suites = append(suites, s)
 	}
 	var b strings.Builder

@@ -54,6 +54,9 @@ type suite struct {
 	kernels   map[[2]tensor.DType]*item
 	loadStart string
 	loadEnd   string
+	// cleanAfter empties an item's output directory after each run, to keep
+	// the disk free when checkpoints are large.
+	cleanAfter bool
 }
 
 // inputs are the generated files of one size.
@@ -252,6 +255,9 @@ func (s *suite) runOnce(it *item) (measurement, error) {
 	exec.Command("sync").Run()
 	waitQuiet(s.quiet, s.maxWait)
 	m, _, err := runProcess(it.argv, false)
+	if s.cleanAfter && it.out != "" && it.output == "" {
+		os.RemoveAll(it.out)
+	}
 	return m, err
 }
 
