@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -259,6 +260,10 @@ func readEntry(s *seqReader, end uint64, sized bool) (Tensor, error) {
 	name := make([]byte, nameLen)
 	if err := s.full(name, "tensor name"); err != nil {
 		return t, err
+	}
+	if !utf8.Valid(name) {
+		// aprender's names are Rust Strings: always UTF-8.
+		return t, s.errorf(at, "tensor name %q is not valid UTF-8", name)
 	}
 	t.Name = string(name)
 	fail := func(format string, args ...any) error {
