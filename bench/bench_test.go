@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluice-ml/sluice/plugins/gguf"
+)
+
+// TestVocabGGUFIsThePeersFile checks the 150k-vocabulary GGUF: 19 keys, 300
+// tensors, 150,000 tokens and merges, readable by our GGUF source.
+func TestVocabGGUFIsThePeersFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "vocab.gguf")
+	if err := writeVocabGGUF(p, 150000); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.NewSource(&gguf.SourceConfig{Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := src.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tensors) != 300 || m.Metadata.Len() != 19 {
+		t.Errorf("%d tensors and %d keys, want 300 and 19", len(m.Tensors), m.Metadata.Len())
+	}
+	for _, k := range []string{"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"} {
+		if v, _ := m.Metadata.Get(k); v.Len() != 150000 {
+			t.Errorf("%s has %d elements, want 150000", k, v.Len())
+		}
+	}
+}
+
+func TestStatusField(t *testing.T) {
+	status := []byte("Name:\tsluice\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n")
+	if got := statusField(status, "VmRSS:"); got != 100<<20 {
+		t.Errorf("VmRSS = %d", got)
+	}
+	if got := statusField(status, "VmHWM:"); got != 200<<20 {
+		t.Errorf("VmHWM = %d", got)
+	}
+	if got := statusField([]byte("Pss: 8 kB\n"), "Pss:"); got != 8<<10 {
+		t.Errorf("Pss at the start = %d", got)
+	}
+	if got := statusField(status, "VmSwap:"); got != 0 {
+		t.Errorf("missing field = %d", got)
+	}
+}
+
+func TestSummaryTakesMediansAndPeaks(t *testing.T) {
+	ms := []measurement{
+		{wall: 3 * time.Second, cpu: 1 * time.Second, selfHWM: 10, foreign: 1},
+		{wall: 1 * time.Second, cpu: 3 * time.Second, selfHWM: 30, foreign: 0},
+		{wall: 2 * time.Second, cpu: 2 * time.Second, selfHWM: 20, foreign: 0.5},
+	}
+	s := summarize(ms)
+	if s.wall != 2*time.Second || s.minWall != time.Second || s.maxWall != 3*time.Second || s.cpu != 2*time.Second {
+		t.Errorf("medians: %+v", s)
+	}
+	if s.selfHWM != 30 || s.foreign != 0.5 {
+		t.Errorf("peak %d, mean load %v", s.selfHWM, s.foreign)
+	}
+}
