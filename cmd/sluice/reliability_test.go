@@ -372,25 +372,38 @@ func TestKillAtRandomPoints(t *testing.T) {
 	}
 
 	rng := rand.New(rand.NewPCG(20, 26))
-	kills := map[string]int{}
+	landed := map[string]int{}
 	for i := 0; i < 24; i++ {
 		c := startCLI(t, env, args...)
-		// Plugin processes start within the first few hundred ms; kill
-		// between the start and a little past the reference duration.
-		delay := time.Duration(rng.Int64N(int64(took)*11/10)) + 20*time.Millisecond
-		time.Sleep(delay)
+		started := time.Now()
 		victim, what := c.cmd.Process.Pid, "sluice"
-		plugins := c.plugins()
+		var plugins []int
 		if i%2 == 1 {
-			// Wait for the plugins if they have not started yet.
-			for end := time.Now().Add(2 * time.Second); len(plugins) == 0 && time.Now().Before(end); plugins = c.plugins() {
-				time.Sleep(5 * time.Millisecond)
+			// A plugin is the victim: wait for the plugins to start, then
+			// kill one at a random point of what is left of the run.
+			what = "a plugin"
+			for end := time.Now().Add(30 * time.Second); len(plugins) == 0 && time.Now().Before(end); plugins = c.plugins() {
+				time.Sleep(2 * time.Millisecond)
 			}
+			if len(plugins) == 0 {
+				t.Fatalf("kill %d: no plugin process started within 30s:\n%s", i, c.stderr.String())
+			}
+			left := took - time.Since(started)
+			if left < 20*time.Millisecond {
+				left = 20 * time.Millisecond
+			}
+			time.Sleep(time.Duration(rng.Int64N(int64(left) * 9 / 10)))
+			plugins = c.plugins()
 			if len(plugins) > 0 {
-				victim, what = plugins[rng.IntN(len(plugins))], "a plugin"
+				victim = plugins[rng.IntN(len(plugins))]
 			}
+		} else {
+			// Kill sluice between its start and a little past the
+			// reference duration.
+			time.Sleep(time.Duration(rng.Int64N(int64(took)*11/10)) + 20*time.Millisecond)
+			plugins = c.plugins()
 		}
-		kills[what]++
+		delay := time.Since(started)
 		syscall.Kill(victim, syscall.SIGKILL)
 		code := c.wait(t, time.Minute)
 		if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
@@ -404,14 +417,16 @@ func TestKillAtRandomPoints(t *testing.T) {
 		}
 		t.Logf("kill %2d: %-8s after %4dms: exit %3d, %2d of %d outputs in place, %d temporary files left", i, what, delay.Milliseconds(), code, len(got), len(want), len(temps))
 		if code == 0 {
-			continue // the run had finished
+			continue // the run had finished, or the plugin had done its work
 		}
+		landed[what]++
 		if what == "a plugin" && code != exitInternal {
 			t.Errorf("kill %d: sluice exited %d after a plugin died, want %d:\n%s", i, code, exitInternal, c.stderr.String())
 		}
 	}
-	if kills["sluice"] < 10 || kills["a plugin"] < 10 {
-		t.Errorf("kills: %v", kills)
+	// Most kills must land mid-run, or the test proves little.
+	if landed["sluice"] < 6 || landed["a plugin"] < 6 {
+		t.Errorf("kills that interrupted a run: %v, want at least 6 of 12 of each kind", landed)
 	}
 
 	// The next run cleans what the killed ones left.
