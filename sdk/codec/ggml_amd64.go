@@ -27,3 +27,26 @@ func minMaxSSE2(x *float32) (lo, hi float32, amax uint32)
 //
 //go:noescape
 func firstAbsMaxSSE2(x *float32) (m uint32, idx int)
+
+// qxSearch4SSE2 is makeQXQuants's search for the four groups in s; see
+// quads.
+//
+//go:noescape
+func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
+
+// q3Search4SSE2 is makeQ3Quants's search for the four groups in s; see
+// quads.
+//
+//go:noescape
+func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
+
+// quadsLoadSSE2 is quadsLoadGo.
+//
+//go:noescape
+func quadsLoadSSE2(s *quads, x *float32)
+
+// divRoundSSE2 sets L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off)
+// for 16 elements, as divRoundGo.
+//
+//go:noescape
+func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32)

@@ -434,10 +434,12 @@ func encodeQ3_K(dst []byte, src []float32) {
 		x := src[:256]
 		y := dst[:110]
 		var maxScale, amax float32
-		for j := range 16 {
-			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
-			if s := fabs(scales[j]); s > amax {
-				amax, maxScale = s, scales[j]
+		for j := 0; j < 16; j += 4 {
+			makeQ3Quants4x4(x[16*j:16*j+64], L[16*j:16*j+64], scales[j:j+4])
+		}
+		for _, s := range scales {
+			if a := fabs(s); a > amax {
+				amax, maxScale = a, s
 			}
 		}
 		sc := y[96:108]
@@ -465,20 +467,17 @@ func encodeQ3_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			for ii, v := range x[16*j : 16*j+16] {
-				L[16*j+ii] = int8(clampI32(nearestInt(v/d), -4, 3) + 4)
-			}
+			divRound(L[16*j:16*j+16], x[16*j:16*j+16], d, -4, 3, 4)
 		}
+		// Bit 2 of element 32k+m goes to bit k of hmask[m].
 		hmask := y[:32]
 		clear(hmask)
-		m, hm := 0, uint8(1)
-		for j := range L {
-			if L[j] > 3 {
-				hmask[m] |= hm
-				L[j] -= 4
-			}
-			if m++; m == 32 {
-				m, hm = 0, hm<<1
+		for k := range 8 {
+			lk := L[32*k : 32*k+32]
+			for m := range hmask {
+				l := uint8(lk[m])
+				hmask[m] |= (l >> 2) << k
+				lk[m] = int8(l & 3)
 			}
 		}
 		qs := y[32:96]
@@ -722,9 +721,10 @@ func encodeQ6_K(dst []byte, src []float32) {
 		x := src[:256]
 		y := dst[:210]
 		var maxScale, maxAbsScale float32
-		for ib := range 16 {
-			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
-			scales[ib] = s
+		for ib := 0; ib < 16; ib += 4 {
+			makeQXQuants32x4(x[16*ib:16*ib+64], L[16*ib:16*ib+64], scales[ib:ib+4])
+		}
+		for _, s := range scales {
 			if a := fabs(s); a > maxAbsScale {
 				maxAbsScale, maxScale = a, s
 			}
@@ -746,9 +746,7 @@ func encodeQ6_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			for ii, v := range x[16*j : 16*j+16] {
-				L[16*j+ii] = int8(clampI32(nearestInt(v/d), -32, 31) + 32)
-			}
+			divRound(L[16*j:16*j+16], x[16*j:16*j+16], d, -32, 31, 32)
 		}
 		ql := y[:128]
 		qh := y[128:192]

@@ -19,3 +19,19 @@ func minMaxSSE2(x *float32) (lo, hi float32, amax uint32) {
 func firstAbsMaxSSE2(x *float32) (m uint32, idx int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func quadsLoadSSE2(s *quads, x *float32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -461,3 +461,85 @@ func bestIndexMXFP4(x, e float32) uint8 {
 	}
 	return uint8(best)
 }
+
+// TestSearch4MatchesScalar checks the four-group q6_K and q3_K searches
+// against the literal transliterations, group by group, on random and
+// adversarial groups (some below groupMaxEps).
+func TestSearch4MatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var x [64]float32
+	var l1, l2 [64]int8
+	var s1, s2 [4]float32
+	for iter := 0; iter < 20000; iter++ {
+		for g := range 4 {
+			adversarialBlock(r, x[16*g:16*g+16])
+			if r.IntN(16) == 0 {
+				for i := 16 * g; i < 16*g+16; i++ {
+					x[i] *= 1e-16
+				}
+			}
+		}
+		for k, nmax := range []int32{32, 4} {
+			if k == 0 {
+				makeQXQuants32x4(x[:], l1[:], s1[:])
+			} else {
+				makeQ3Quants4x4(x[:], l1[:], s1[:])
+			}
+			for g := range 4 {
+				xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
+				if k == 0 {
+					s2[g] = makeQXQuantsPlain(nmax, xs, ls)
+				} else {
+					s2[g] = makeQ3QuantsPlain(nmax, xs, ls)
+				}
+			}
+			for g := range 4 {
+				if !sameFloat(s1[g], s2[g]) || [16]int8(l1[16*g:]) != [16]int8(l2[16*g:]) {
+					t.Fatalf("nmax %d group %d of %v:\n got %v %v\nwant %v %v", nmax, g, x[16*g:16*g+16], s1[g], l1[16*g:16*g+16], s2[g], l2[16*g:16*g+16])
+				}
+			}
+		}
+	}
+}
+
+// TestQuadKernelsMatchGo compares quadsLoadSSE2 and divRoundSSE2 with their
+// Go twins on random and adversarial input.
+func TestQuadKernelsMatchGo(t *testing.T) {
+	if !useSSE2 {
+		t.Skip("no SSE2 kernels on this platform")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	var x [64]float32
+	for iter := 0; iter < 20000; iter++ {
+		for g := range 4 {
+			adversarialBlock(r, x[16*g:16*g+16])
+		}
+		if iter%3 == 0 { // ties of opposite sign
+			x[r.IntN(64)] = -x[r.IntN(64)]
+		}
+		var a, b quads
+		quadsLoadSSE2(&a, &x[0])
+		quadsLoadGo(&b, x[:])
+		for i := range a.x {
+			if !sameFloat(a.x[i], b.x[i]) || !sameFloat(a.w[i], b.w[i]) || !sameFloat(a.wx[i], b.wx[i]) {
+				t.Fatalf("quadsLoad(%v) element %d: SSE2 %v %v %v, Go %v %v %v", x, i, a.x[i], a.w[i], a.wx[i], b.x[i], b.w[i], b.wx[i])
+			}
+		}
+		for g := range 4 {
+			if !sameFloat(a.mx[g], b.mx[g]) || !sameFloat(a.amax[g], b.amax[g]) {
+				t.Fatalf("quadsLoad(%v) group %d: SSE2 mx %v amax %v, Go %v %v", x, g, a.mx[g], a.amax[g], b.mx[g], b.amax[g])
+			}
+		}
+		d := float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(80)-40)))
+		if r.IntN(20) == 0 {
+			d = []float32{0, float32(math.Inf(1)), float32(math.NaN()), 1e-45}[r.IntN(4)]
+		}
+		lo, hi, off := []int32{-4, -32}[iter%2], []int32{3, 31}[iter%2], []int32{4, 32}[iter%2]
+		var la, lb [16]int8
+		divRoundSSE2(&la[0], &x[0], d, lo, hi, off)
+		divRoundGo(lb[:], x[:16], d, lo, hi, off)
+		if la != lb {
+			t.Fatalf("divRound(%v / %g): SSE2 %v, Go %v", x[:16], d, la, lb)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package codec
+
+// Four groups at a time for the q6_K and q3_K searches. Their 16-element
+// searches are chains of dependent float32 additions (the sums must be
+// accumulated in index order), so one group at a time leaves the CPU
+// waiting on latency. The SSE2 kernels put four groups in the four lanes
+// of each vector: lane g performs group g's scalar operations, in the same
+// order, so the results are those of makeQXQuants and makeQ3Quants
+// (TestSearch4MatchesScalar). Without the kernels, the groups go one at a
+// time through the scalar code.
+
+// quads is the transposed input and the output of the four-group kernels:
+// x[4i+g] is element i of group g, w = x², wx = w·x; L receives the levels
+// (as float32, not offset) and scale the scales. cur is the kernels'
+// scratch. The field offsets are spelled out in kquants4_amd64.s.
+type quads struct {
+	x, w, wx, cur, L [64]float32
+	mx, scale, amax  [4]float32
+}
+
+// load fills q from four groups of 16 and returns, per group, whether it
+// is below groupMaxEps (the kernels then compute garbage for it).
+func (q *quads) load(x []float32) (zero [4]bool) {
+	x = x[:64]
+	if useSSE2 {
+		quadsLoadSSE2(q, &x[0])
+	} else {
+		quadsLoadGo(q, x)
+	}
+	for g, a := range q.amax {
+		zero[g] = a < groupMaxEps
+	}
+	return zero
+}
+
+// quadsLoadGo is quadsLoadSSE2 in Go.
+func quadsLoadGo(q *quads, x []float32) {
+	x = x[:64]
+	for g := range 4 {
+		var mx, amax float32
+		for _, v := range x[16*g : 16*g+16] {
+			if ax := fabs(v); ax > amax {
+				amax, mx = ax, v
+			}
+		}
+		q.mx[g], q.amax[g] = mx, amax
+	}
+	for i := range 16 {
+		for g := range 4 {
+			v := x[16*g+i]
+			w := float32(v * v)
+			q.x[4*i+g] = v
+			q.w[4*i+g] = w
+			q.wx[4*i+g] = float32(w * v)
+		}
+	}
+}
+
+// store writes the levels (offset by nmax) and scales of the four groups.
+func (q *quads) store(zero [4]bool, nmax int32, L []int8, scales []float32) {
+	L, scales = L[:64], scales[:4]
+	for g := range 4 {
+		if zero[g] {
+			clear(L[16*g : 16*g+16])
+			scales[g] = 0
+			continue
+		}
+		for i := range 16 {
+			L[16*g+i] = int8(q.L[4*i+g]) + int8(nmax)
+		}
+		scales[g] = q.scale[g]
+	}
+}
+
+// qxNum32 are the numerators of make_qx_quants's iscales for nmax 32: the
+// start -nmax, then -(nmax + 0.1·is) for is = -9..9 without 0.
+var qxNum32 = func() (t [19]float32) {
+	const nmax = 32
+	t[0] = float32(-nmax)
+	k := 1
+	for is := int32(-9); is <= 9; is++ {
+		if is != 0 {
+			t[k] = -(nmax + float32(0.1*float32(is)))
+			k++
+		}
+	}
+	return t
+}()
+
+// makeQXQuants32x4 is makeQXQuants(32, ·) for four consecutive groups of 16
+// in x, writing levels to L[:64] and scales to scales[:4].
+func makeQXQuants32x4(x []float32, L []int8, scales []float32) {
+	if !useSSE2 {
+		for g := range 4 {
+			scales[g] = makeQXQuants(32, x[16*g:16*g+16], L[16*g:16*g+16])
+		}
+		return
+	}
+	var q quads
+	zero := q.load(x)
+	qxSearch4SSE2(&q, &qxNum32[0], len(qxNum32), -32, 31)
+	q.store(zero, 32, L, scales)
+}
+
+// makeQ3Quants4x4 is makeQ3Quants(4, ·) for four consecutive groups of 16
+// in x, writing levels to L[:64] and scales to scales[:4].
+func makeQ3Quants4x4(x []float32, L []int8, scales []float32) {
+	if !useSSE2 {
+		for g := range 4 {
+			scales[g] = makeQ3Quants(4, x[16*g:16*g+16], L[16*g:16*g+16])
+		}
+		return
+	}
+	var q quads
+	zero := q.load(x)
+	q3Search4SSE2(&q, -4, 5, -4, 3)
+	q.store(zero, 4, L, scales)
+}
+
+// divRound sets L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off) for
+// the 16 elements of x: the re-quantization of q3_K and q6_K.
+func divRound(L []int8, x []float32, d float32, lo, hi, off int32) {
+	L, x = L[:16], x[:16]
+	if useSSE2 {
+		divRoundSSE2(&L[0], &x[0], d, lo, hi, off)
+		return
+	}
+	divRoundGo(L, x, d, lo, hi, off)
+}
+
+func divRoundGo(L []int8, x []float32, d float32, lo, hi, off int32) {
+	L, x = L[:16], x[:16]
+	for i, v := range x {
+		L[i] = int8(clampI32(nearestInt(v/d), lo, hi) + off)
+	}
+}

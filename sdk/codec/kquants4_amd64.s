@@ -1,0 +1,381 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Four-group SSE2 kernels for the q6_K and q3_K scale searches. Lane g of
+// every vector belongs to group g: element i of the four groups is one
+// vector, so each lane performs exactly the scalar code's float32
+// operations in the scalar code's order (see quads in kquants4.go).
+
+// Offsets of the fields of quads.
+#define QX 0
+#define QW 256
+#define QWX 512
+#define QCUR 768
+#define QL 1024
+#define QMX 1280
+#define QSCALE 1296
+
+// Registers shared by both kernels: X3 = 1.5·2^23, X4 = 0x7FFFFF,
+// X5 = 0x400000, X6 = lo, X7 = hi.
+#define CONSTS \
+	MOVL   $0x4B400000, AX; \
+	MOVL   AX, X3; \
+	PSHUFL $0, X3, X3; \
+	MOVL   $0x007FFFFF, AX; \
+	MOVL   AX, X4; \
+	PSHUFL $0, X4, X4; \
+	MOVL   $0x00400000, AX; \
+	MOVL   AX, X5; \
+	PSHUFL $0, X5, X5; \
+	MOVL   lo+24(FP), AX; \
+	MOVL   AX, X6; \
+	PSHUFL $0, X6, X6; \
+	MOVL   hi+28(FP), AX; \
+	MOVL   AX, X7; \
+	PSHUFL $0, X7, X7
+
+// R = float32(clamp(nearestInt(R), lo, hi)); clobbers T1, T2.
+#define ROUNDCLAMP(R, T1, T2) \
+	ADDPS  X3, R; \
+	PAND   X4, R; \
+	PSUBL  X5, R; \
+	MOVO   X6, T1; \
+	PCMPGTL R, T1; \
+	MOVO   T1, T2; \
+	PAND   X6, T2; \
+	PANDN  R, T1; \
+	POR    T2, T1; \
+	MOVO   T1, R; \
+	PCMPGTL X7, T1; \
+	MOVO   T1, T2; \
+	PAND   X7, T2; \
+	PANDN  R, T1; \
+	POR    T2, T1; \
+	CVTPL2PS T1, R
+
+// Levels of element i at iscale X0 into DST(off), adding to the sums
+// X1 += wx·l and X2 += (w·l)·l.
+#define LEVEL(off, DST) \
+	MOVUPS (QX+off)(DI), X8; \
+	MULPS  X0, X8; \
+	ROUNDCLAMP(X8, X9, X10); \
+	MOVUPS X8, (DST+off)(DI); \
+	MOVUPS (QWX+off)(DI), X9; \
+	MULPS  X8, X9; \
+	ADDPS  X9, X1; \
+	MOVUPS (QW+off)(DI), X10; \
+	MULPS  X8, X10; \
+	MULPS  X8, X10; \
+	ADDPS  X10, X2
+
+#define LEVELS(DST) \
+	XORPS  X1, X1; \
+	XORPS  X2, X2; \
+	LEVEL(0, DST); LEVEL(16, DST); LEVEL(32, DST); LEVEL(48, DST); \
+	LEVEL(64, DST); LEVEL(80, DST); LEVEL(96, DST); LEVEL(112, DST); \
+	LEVEL(128, DST); LEVEL(144, DST); LEVEL(160, DST); LEVEL(176, DST); \
+	LEVEL(192, DST); LEVEL(208, DST); LEVEL(224, DST); LEVEL(240, DST)
+
+// L(off) = cur(off) in the lanes of mask X9.
+#define TAKE(off) \
+	MOVUPS (QL+off)(DI), X10; \
+	MOVUPS (QCUR+off)(DI), X8; \
+	XORPS  X10, X8; \
+	ANDPS  X9, X8; \
+	XORPS  X8, X10; \
+	MOVUPS X10, (QL+off)(DI)
+
+// func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
+// make_qx_quants (rmse_type 1, w = x²) for four groups of 16: candidate 0
+// (iscale = num[0]/mx) is taken as the start, candidates 1..n-1 are kept
+// when suml2 > 0 and sumlx² > best·suml2. Levels (not offset) go to s.L as
+// float32, the scales to s.scale.
+TEXT ·qxSearch4SSE2(SB), NOSPLIT, $0-32
+	MOVQ   s+0(FP), DI
+	MOVQ   num+8(FP), SI
+	MOVQ   n+16(FP), CX
+	CONSTS
+	MOVUPS QMX(DI), X13
+	// Start: iscale = num[0]/mx.
+	MOVSS  (SI), X0
+	SHUFPS $0, X0, X0
+	DIVPS  X13, X0
+	LEVELS(QL)
+	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
+	MOVAPS X1, X11
+	DIVPS  X2, X11
+	MOVAPS X2, X9
+	XORPS  X10, X10
+	CMPPS  X10, X9, $4     // suml2 != 0 (NaN too)
+	ANDPS  X9, X11
+	MOVAPS X11, X12
+	MULPS  X1, X12
+	DECQ   CX
+	JLE    done
+
+cand:
+	ADDQ   $4, SI
+	MOVSS  (SI), X0
+	SHUFPS $0, X0, X0
+	DIVPS  X13, X0
+	LEVELS(QCUR)
+	// mask = 0 < suml2 && best·suml2 < sumlx·sumlx
+	MOVAPS X1, X8
+	MULPS  X1, X8
+	MOVAPS X12, X9
+	MULPS  X2, X9
+	CMPPS  X8, X9, $1
+	XORPS  X10, X10
+	CMPPS  X2, X10, $1
+	ANDPS  X10, X9
+	MOVMSKPS X9, AX
+	TESTL  AX, AX
+	JZ     next
+	// Accept: scale = sumlx/suml2, best = scale·sumlx, L = cur.
+	MOVAPS X1, X14
+	DIVPS  X2, X14
+	MOVAPS X14, X15
+	MULPS  X1, X15
+	XORPS  X11, X14
+	ANDPS  X9, X14
+	XORPS  X14, X11
+	XORPS  X12, X15
+	ANDPS  X9, X15
+	XORPS  X15, X12
+	TAKE(0); TAKE(16); TAKE(32); TAKE(48)
+	TAKE(64); TAKE(80); TAKE(96); TAKE(112)
+	TAKE(128); TAKE(144); TAKE(160); TAKE(176)
+	TAKE(192); TAKE(208); TAKE(224); TAKE(240)
+
+next:
+	DECQ   CX
+	JNZ    cand
+
+done:
+	MOVUPS X11, QSCALE(DI)
+	RET
+
+// One greedy step of make_q3_quants for element off, in every lane:
+//   li = L; slx = sumlx - wx·li; sl2 = suml2 - (w·li)·li
+//   new = clamp(nearestInt((x·sl2)/slx)); slx' = slx + wx·new; sl2' = sl2 + (w·new)·new
+//   take when slx > 0, new != li, sl2' > 0 and (slx'·slx')·suml2 > (sumlx·sumlx)·sl2'.
+// X1 = sumlx, X2 = suml2, X0 accumulates the lanes that changed.
+#define GREEDY(off) \
+	MOVUPS (QL+off)(DI), X8; \
+	MOVUPS (QWX+off)(DI), X9; \
+	MULPS  X8, X9; \
+	MOVAPS X1, X10; \
+	SUBPS  X9, X10; \
+	XORPS  X11, X11; \
+	CMPPS  X10, X11, $1; \
+	MOVUPS (QW+off)(DI), X12; \
+	MULPS  X8, X12; \
+	MULPS  X8, X12; \
+	MOVAPS X2, X13; \
+	SUBPS  X12, X13; \
+	MOVUPS (QX+off)(DI), X14; \
+	MULPS  X13, X14; \
+	DIVPS  X10, X14; \
+	ROUNDCLAMP(X14, X9, X12); \
+	MOVAPS X14, X15; \
+	CMPPS  X8, X15, $4; \
+	ANDPS  X15, X11; \
+	MOVUPS (QWX+off)(DI), X9; \
+	MULPS  X14, X9; \
+	ADDPS  X9, X10; \
+	MOVUPS (QW+off)(DI), X12; \
+	MULPS  X14, X12; \
+	MULPS  X14, X12; \
+	ADDPS  X12, X13; \
+	XORPS  X9, X9; \
+	CMPPS  X13, X9, $1; \
+	ANDPS  X9, X11; \
+	MOVAPS X10, X9; \
+	MULPS  X10, X9; \
+	MULPS  X2, X9; \
+	MOVAPS X1, X12; \
+	MULPS  X1, X12; \
+	MULPS  X13, X12; \
+	CMPPS  X9, X12, $1; \
+	ANDPS  X12, X11; \
+	ORPS   X11, X0; \
+	XORPS  X8, X14; \
+	ANDPS  X11, X14; \
+	XORPS  X14, X8; \
+	MOVUPS X8, (QL+off)(DI); \
+	XORPS  X1, X10; \
+	ANDPS  X11, X10; \
+	XORPS  X10, X1; \
+	XORPS  X2, X13; \
+	ANDPS  X11, X13; \
+	XORPS  X13, X2
+
+// func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
+// make_q3_quants with do_rmse (w = x²) for four groups of 16: levels at
+// iscale = start/mx, then up to rounds greedy rounds, stopping when no lane
+// changes (a lane whose round changed nothing would change nothing again).
+// Levels (not offset) go to s.L as float32, the scales to s.scale.
+TEXT ·q3Search4SSE2(SB), NOSPLIT, $0-32
+	MOVQ   s+0(FP), DI
+	MOVQ   rounds+16(FP), CX
+	CONSTS
+	MOVSS  start+8(FP), X0
+	SHUFPS $0, X0, X0
+	MOVUPS QMX(DI), X13
+	DIVPS  X13, X0
+	LEVELS(QL)
+	TESTQ  CX, CX
+	JLE    final
+
+round:
+	XORPS  X0, X0
+	GREEDY(0); GREEDY(16); GREEDY(32); GREEDY(48)
+	GREEDY(64); GREEDY(80); GREEDY(96); GREEDY(112)
+	GREEDY(128); GREEDY(144); GREEDY(160); GREEDY(176)
+	GREEDY(192); GREEDY(208); GREEDY(224); GREEDY(240)
+	MOVMSKPS X0, AX
+	TESTL  AX, AX
+	JZ     final
+	DECQ   CX
+	JNZ    round
+
+final:
+	// scale = suml2 > 0 ? sumlx/suml2 : 0
+	MOVAPS X1, X9
+	DIVPS  X2, X9
+	XORPS  X10, X10
+	CMPPS  X2, X10, $1
+	ANDPS  X10, X9
+	MOVUPS X9, QSCALE(DI)
+	RET
+
+#define QAMAX 1312
+
+// Transposes rows A, B, C, D (elements 4k..4k+3 of groups 0..3): the
+// columns (element 4k+j of the four groups) end up in B, D, T, C for
+// j = 0..3. A is clobbered.
+#define TRANSPOSE(A, B, C, D, T, U) \
+	MOVAPS A, T; \
+	UNPCKLPS B, T; \
+	UNPCKHPS B, A; \
+	MOVAPS C, U; \
+	UNPCKLPS D, U; \
+	UNPCKHPS D, C; \
+	MOVAPS T, B; \
+	MOVLHPS U, B; \
+	MOVAPS U, D; \
+	MOVHLPS T, D; \
+	MOVAPS A, T; \
+	MOVLHPS C, T; \
+	MOVHLPS A, C
+
+// One column R of element off: store x, w = x·x, wx = w·x, and keep the
+// first largest |x| of each lane in X14 and its value in X15 (a NaN never
+// compares larger).
+#define COLUMN(off, R) \
+	MOVUPS R, (QX+off)(DI); \
+	MOVAPS R, X8; \
+	MULPS  R, X8; \
+	MOVUPS X8, (QW+off)(DI); \
+	MULPS  R, X8; \
+	MOVUPS X8, (QWX+off)(DI); \
+	MOVAPS R, X9; \
+	ANDPS  X13, X9; \
+	MOVAPS X14, X10; \
+	CMPPS  X9, X10, $1; \
+	XORPS  X14, X9; \
+	ANDPS  X10, X9; \
+	XORPS  X9, X14; \
+	MOVAPS R, X11; \
+	XORPS  X15, X11; \
+	ANDPS  X10, X11; \
+	XORPS  X11, X15
+
+#define LOADK(k) \
+	MOVUPS (16*k)(SI), X0; \
+	MOVUPS (64+16*k)(SI), X1; \
+	MOVUPS (128+16*k)(SI), X2; \
+	MOVUPS (192+16*k)(SI), X3; \
+	TRANSPOSE(X0, X1, X2, X3, X4, X5); \
+	COLUMN(64*k, X1); \
+	COLUMN(64*k+16, X3); \
+	COLUMN(64*k+32, X4); \
+	COLUMN(64*k+48, X2)
+
+// func quadsLoadSSE2(s *quads, x *float32)
+// Fills s.x, s.w, s.wx from four consecutive groups of 16 at x, and s.mx,
+// s.amax with each group's first element of largest magnitude (ggml's
+// `if (ax > amax) { amax = ax; max = x; }`).
+TEXT ·quadsLoadSSE2(SB), NOSPLIT, $0-16
+	MOVQ   s+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X13
+	PSHUFL $0, X13, X13
+	XORPS  X14, X14
+	XORPS  X15, X15
+	LOADK(0)
+	LOADK(1)
+	LOADK(2)
+	LOADK(3)
+	MOVUPS X15, QMX(DI)
+	MOVUPS X14, QAMAX(DI)
+	RET
+
+// func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32)
+// L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off) for 16 elements.
+TEXT ·divRoundSSE2(SB), NOSPLIT, $0-32
+	MOVQ   L+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVSS  d+16(FP), X0
+	SHUFPS $0, X0, X0
+	MOVL   $0x4B400000, AX
+	MOVL   AX, X3
+	PSHUFL $0, X3, X3
+	MOVL   $0x007FFFFF, AX
+	MOVL   AX, X4
+	PSHUFL $0, X4, X4
+	MOVL   $0x00400000, AX
+	MOVL   AX, X5
+	PSHUFL $0, X5, X5
+	MOVL   lo+20(FP), AX
+	MOVL   AX, X6
+	PSHUFL $0, X6, X6
+	MOVL   hi+24(FP), AX
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+	MOVL   off+28(FP), AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+
+#define DIVROUND(off, R) \
+	MOVUPS off(SI), R; \
+	DIVPS  X0, R; \
+	ADDPS  X3, R; \
+	PAND   X4, R; \
+	PSUBL  X5, R; \
+	MOVO   X6, X9; \
+	PCMPGTL R, X9; \
+	MOVO   X9, X10; \
+	PAND   X6, X10; \
+	PANDN  R, X9; \
+	POR    X10, X9; \
+	MOVO   X9, R; \
+	PCMPGTL X7, X9; \
+	MOVO   X9, X10; \
+	PAND   X7, X10; \
+	PANDN  R, X9; \
+	POR    X10, X9; \
+	PADDL  X8, X9; \
+	MOVO   X9, R
+
+	DIVROUND(0, X1)
+	DIVROUND(16, X2)
+	DIVROUND(32, X11)
+	DIVROUND(48, X12)
+	PACKSSLW X2, X1
+	PACKSSLW X12, X11
+	PACKSSWB X11, X1
+	MOVOU  X1, (DI)
+	RET
