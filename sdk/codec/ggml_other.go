@@ -176,6 +176,43 @@ func log2Floor(x float32) float32 {
 	return float32(math.Floor(float64(float32(math.Log2(float64(x))))))
 }
 
+// log2Thresh[e], for a biased float32 exponent e in 1..254, is the smallest
+// mantissa (the low 23 bits) of a float32 x with that exponent for which
+// float32(log2 x) rounds up to the next integer, or 1<<23 if none does.
+// float32(log2 x) is non-decreasing in x, so a binary search finds it.
+var log2Thresh = func() (t [256]uint32) {
+	for e := uint32(1); e <= 254; e++ {
+		next := float32(int32(e) - 126)
+		lo, hi := uint32(0), uint32(1<<23) // answer in [lo, hi]
+		for lo < hi {
+			m := (lo + hi) / 2
+			if float32(math.Log2(float64(math.Float32frombits(e<<23|m)))) >= next {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		t[e] = lo
+	}
+	return t
+}()
+
+// log2FloorInt is log2Floor for x > 0, by table for normal x: the exponent,
+// plus one when float32(log2 x) rounds up to the next integer.
+// TestLog2FloorInt compares it with log2Floor.
+func log2FloorInt(x float32) int32 {
+	b := math.Float32bits(x)
+	e := b >> 23
+	if e-1 >= 254 { // subnormal, or not finite
+		return int32(log2Floor(x))
+	}
+	k := int32(e) - 127
+	if b&0x7fffff >= log2Thresh[e] {
+		k++
+	}
+	return k
+}
+
 // mxfp4CodesAll writes the E2M1 codes of x at scale e, as bestIndexMXFP4 would
 // choose them. For x ≥ +0 no negative value can be strictly closer than
 // index 0 (its error |v·e - x| ≥ |x|), and index 8 (also zero) only ties it,
@@ -295,7 +332,13 @@ func encodeMXFP4(dst []byte, src []float32) {
 		}
 		var e uint8
 		if amax > 0 {
-			e = uint8(cvtt(log2Floor(amax) - 2 + 127))
+			if finite {
+				// log2FloorInt(amax) is at least -149, so the sum fits
+				// any float32 and cvtt is an exact conversion.
+				e = uint8(log2FloorInt(amax) - 2 + 127)
+			} else {
+				e = uint8(cvtt(log2Floor(amax) - 2 + 127))
+			}
 		}
 		y[0] = e
 		mxfp4Codes(y[1:17], x, e8m0Half(e), finite)
