@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"unsafe"
 )
 
 // Float16ToFloat32 returns the value of the IEEE 754 binary16 number with
@@ -86,8 +87,31 @@ func decodeF16(dst []float32, src []byte) {
 	}
 }
 
+// f32Bytes returns the memory of x as bytes.
+func f32Bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
+}
+
+// castSSE2 runs an SSE2 cast kernel on the first n &^ 15 elements of src
+// (elements of sb bytes) into dst (elements of db bytes) and returns how
+// many it converted; the caller converts the rest.
+func castSSE2(k func(dst, src *byte, n int), dst []byte, db int, src []byte, sb int, n int) int {
+	m := n &^ 15
+	if !useSSE2 || m == 0 {
+		return 0
+	}
+	_, _ = dst[db*m-1], src[sb*m-1]
+	k(&dst[0], &src[0], m)
+	return m
+}
+
 func encodeF16(dst []byte, src []float32) {
 	dst = dst[:2*len(src)]
+	k := castSSE2(f16FromF32SSE2, dst, 2, f32Bytes(src), 4, len(src))
+	dst, src = dst[2*k:], src[k:]
 	for i, f := range src {
 		binary.LittleEndian.PutUint16(dst[2*i:], Float32ToFloat16(f))
 	}
@@ -115,6 +139,8 @@ func bf16FromBits(b uint32) uint16 {
 
 func decodeBF16(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
+	k := castSSE2(bf16ToF32SSE2, f32Bytes(dst), 4, src, 2, len(dst))
+	dst, src = dst[k:], src[2*k:]
 	for i := range dst {
 		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
 	}
@@ -122,6 +148,8 @@ func decodeBF16(dst []float32, src []byte) {
 
 func encodeBF16(dst []byte, src []float32) {
 	dst = dst[:2*len(src)]
+	k := castSSE2(bf16FromF32SSE2, dst, 2, f32Bytes(src), 4, len(src))
+	dst, src = dst[2*k:], src[k:]
 	for i, f := range src {
 		binary.LittleEndian.PutUint16(dst[2*i:], bf16FromBits(math.Float32bits(f)))
 	}

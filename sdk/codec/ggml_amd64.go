@@ -50,3 +50,19 @@ func quadsLoadSSE2(s *quads, x *float32)
 //
 //go:noescape
 func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32)
+
+// f16FromF32SSE2 is Float32ToFloat16 over n float32 at src (n a multiple
+// of 16), writing little-endian binary16 to dst.
+//
+//go:noescape
+func f16FromF32SSE2(dst, src *byte, n int)
+
+// bf16FromF32SSE2 is bf16FromBits over n float32 at src (n a multiple of 16).
+//
+//go:noescape
+func bf16FromF32SSE2(dst, src *byte, n int)
+
+// bf16ToF32SSE2 widens n bfloat16 at src (n a multiple of 16) to float32.
+//
+//go:noescape
+func bf16ToF32SSE2(dst, src *byte, n int)

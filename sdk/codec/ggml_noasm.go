@@ -35,3 +35,15 @@ func quadsLoadSSE2(s *quads, x *float32) {
 func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func f16FromF32SSE2(dst, src *byte, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func bf16FromF32SSE2(dst, src *byte, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func bf16ToF32SSE2(dst, src *byte, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}

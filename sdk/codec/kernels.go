@@ -48,6 +48,8 @@ func f16ToF32Bytes(dst, src []byte, n int) {
 
 func bf16ToF32Bytes(dst, src []byte, n int) {
 	src, dst = src[:2*n], dst[:4*n]
+	k := castSSE2(bf16ToF32SSE2, dst, 4, src, 2, n)
+	dst, src, n = dst[4*k:], src[2*k:], n-k
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(dst[4*i:], uint32(binary.LittleEndian.Uint16(src[2*i:]))<<16)
 	}
@@ -55,6 +57,8 @@ func bf16ToF32Bytes(dst, src []byte, n int) {
 
 func f32ToF16Bytes(dst, src []byte, n int) {
 	src, dst = src[:4*n], dst[:2*n]
+	k := castSSE2(f16FromF32SSE2, dst, 2, src, 4, n)
+	dst, src, n = dst[2*k:], src[4*k:], n-k
 	for i := 0; i < n; i++ {
 		f := math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 		binary.LittleEndian.PutUint16(dst[2*i:], Float32ToFloat16(f))
@@ -63,6 +67,8 @@ func f32ToF16Bytes(dst, src []byte, n int) {
 
 func f32ToBF16Bytes(dst, src []byte, n int) {
 	src, dst = src[:4*n], dst[:2*n]
+	k := castSSE2(bf16FromF32SSE2, dst, 2, src, 4, n)
+	dst, src, n = dst[2*k:], src[4*k:], n-k
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint16(dst[2*i:], bf16FromBits(binary.LittleEndian.Uint32(src[4*i:])))
 	}

@@ -1,0 +1,169 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// SSE2 kernels for the f16 and bf16 casts: the integer operations of
+// Float32ToFloat16, bf16FromBits and BFloat16ToFloat32, four or eight lanes
+// at a time, and the same float32 addition for f16 subnormals.
+
+// BROADCAST(imm, R) fills the four dwords of R with imm.
+#define BROADCAST(imm, R) \
+	MOVL   $imm, AX; \
+	MOVL   AX, R; \
+	PSHUFL $0, R, R
+
+// func bf16FromF32SSE2(dst, src *byte, n int)
+// n float32 at src (n a multiple of 16) to bfloat16 at dst: NaN → (b>>16)|0x40,
+// otherwise (b + 0x7FFF + ((b>>16)&1)) >> 16.
+TEXT ·bf16FromF32SSE2(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $4, CX
+	JZ     bdone
+	BROADCAST(0x7FFF, X10)
+	BROADCAST(1, X11)
+	BROADCAST(0x7FFFFFFF, X12)
+	BROADCAST(0x7F800000, X13)
+	BROADCAST(0x40, X14)
+
+#define BF16(R) \
+	MOVO   R, X4; \
+	PSRLL  $16, X4; \
+	MOVO   X4, X5; \
+	PAND   X11, X5; \
+	PADDL  R, X5; \
+	PADDL  X10, X5; \
+	PSRLL  $16, X5; \
+	POR    X14, X4; \
+	PAND   X12, R; \
+	PCMPGTL X13, R; \
+	PAND   R, X4; \
+	PANDN  X5, R; \
+	POR    X4, R; \
+	PSLLL  $16, R; \
+	PSRAL  $16, R
+
+bloop:
+	MOVOU  (SI), X0
+	MOVOU  16(SI), X1
+	MOVOU  32(SI), X2
+	MOVOU  48(SI), X3
+	BF16(X0)
+	BF16(X1)
+	BF16(X2)
+	BF16(X3)
+	PACKSSLW X1, X0
+	PACKSSLW X3, X2
+	MOVOU  X0, (DI)
+	MOVOU  X2, 16(DI)
+	ADDQ   $64, SI
+	ADDQ   $32, DI
+	DECQ   CX
+	JNZ    bloop
+
+bdone:
+	RET
+
+// func bf16ToF32SSE2(dst, src *byte, n int)
+// n bfloat16 at src (n a multiple of 16) to float32 at dst: bits << 16.
+TEXT ·bf16ToF32SSE2(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $4, CX
+	JZ     wdone
+
+wloop:
+	MOVOU  (SI), X0
+	MOVOU  16(SI), X3
+	PXOR   X1, X1
+	PXOR   X2, X2
+	PXOR   X4, X4
+	PXOR   X5, X5
+	PUNPCKLWL X0, X1
+	PUNPCKHWL X0, X2
+	PUNPCKLWL X3, X4
+	PUNPCKHWL X3, X5
+	MOVOU  X1, (DI)
+	MOVOU  X2, 16(DI)
+	MOVOU  X4, 32(DI)
+	MOVOU  X5, 48(DI)
+	ADDQ   $32, SI
+	ADDQ   $64, DI
+	DECQ   CX
+	JNZ    wloop
+
+wdone:
+	RET
+
+// func f16FromF32SSE2(dst, src *byte, n int)
+// n float32 at src (n a multiple of 16) to binary16 at dst, as
+// Float32ToFloat16: with a = |b|,
+//   a ≥ 0x477FF000: 0x7E00 for NaN, else 0x7C00;
+//   a ≥ 0x38800000: (a - 0x38000000 + 0xFFF + ((a>>13)&1)) >> 13;
+//   otherwise the bits of float32(a) + 0.5, minus 0x3F000000;
+// then the sign.
+TEXT ·f16FromF32SSE2(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $3, CX
+	JZ     hdone
+	BROADCAST(0x7FFFFFFF, X8)
+	BROADCAST(0x477FEFFF, X9)  // a > this: ≥ 65520, Inf or NaN
+	BROADCAST(0x387FFFFF, X10) // a > this: normal binary16
+	BROADCAST(0x7F800000, X11)
+	BROADCAST(0xC8000FFF, X12) // 0xFFF - 0x38000000
+	BROADCAST(1, X13)
+	BROADCAST(0x3F000000, X14) // 0.5, and its bits
+	BROADCAST(0x7C00, X15)
+
+#define F16(R) \
+	MOVO   R, X7; \
+	PAND   X8, R; \
+	PXOR   R, X7; \
+	PSRLL  $16, X7; \
+	MOVO   R, X2; \
+	PSRLL  $13, X2; \
+	PAND   X13, X2; \
+	PADDL  R, X2; \
+	PADDL  X12, X2; \
+	PSRLL  $13, X2; \
+	MOVO   R, X3; \
+	ADDPS  X14, X3; \
+	PSUBL  X14, X3; \
+	MOVO   R, X4; \
+	PCMPGTL X10, X4; \
+	PAND   X4, X2; \
+	PANDN  X3, X4; \
+	POR    X2, X4; \
+	MOVO   R, X5; \
+	PCMPGTL X11, X5; \
+	PAND   X13, X5; \
+	PSLLL  $9, X5; \
+	POR    X15, X5; \
+	MOVO   R, X6; \
+	PCMPGTL X9, X6; \
+	PAND   X6, X5; \
+	PANDN  X4, X6; \
+	POR    X5, X6; \
+	POR    X7, X6; \
+	PSLLL  $16, X6; \
+	PSRAL  $16, X6; \
+	MOVO   X6, R
+
+hloop:
+	MOVOU  (SI), X0
+	MOVOU  16(SI), X1
+	F16(X0)
+	F16(X1)
+	PACKSSLW X1, X0
+	MOVOU  X0, (DI)
+	ADDQ   $32, SI
+	ADDQ   $16, DI
+	DECQ   CX
+	JNZ    hloop
+
+hdone:
+	RET
