@@ -181,11 +181,15 @@ type remoteReader struct {
 	window  int
 	pending map[uint32]*Chunk
 	done    bool
+	ended   bool // the plugin ended the stream: no more grants
 }
 
 // grant hands free slots to the plugin until window are outstanding. It
 // waits for a slot only when none is outstanding (must is true then).
 func (r *remoteReader) grant(ctx context.Context, must bool) error {
+	if r.ended {
+		return nil
+	}
 	var slots []uint32
 	for len(r.pending)+len(slots) < r.window {
 		c, ok := r.pool.TryGet()
@@ -206,6 +210,12 @@ func (r *remoteReader) grant(ctx context.Context, must bool) error {
 		return nil
 	}
 	if err := r.stream.Send(&pb.ReadRequest{Msg: &pb.ReadRequest_Grant{Grant: &pb.SlotGrant{Slots: slots}}}); err != nil {
+		if err == io.EOF {
+			// The plugin has ended the stream, typically after sending the
+			// last chunk; what it sent, and its status, arrive on Recv.
+			r.ended = true
+			return nil
+		}
 		return r.c.err(err)
 	}
 	return nil
