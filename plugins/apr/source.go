@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -51,10 +50,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if cfg.Path == "" {
 		return nil, plugin.ConfigErrorf("path", "the input path is empty")
 	}
-	for _, p := range cfg.Only {
-		if _, err := path.Match(p, ""); err != nil {
-			return nil, plugin.ConfigErrorf("only", "pattern %q: %v", p, err)
-		}
+	if p, err := tensor.Selection(cfg.Only).Check(); err != nil {
+		return nil, plugin.ConfigErrorf("only", "pattern %q: %v", p, err)
 	}
 	abs, err := filepath.Abs(cfg.Path)
 	if err != nil {
@@ -181,15 +178,13 @@ func (s *Source) Describe(context.Context) (*tensor.Manifest, error) {
 	return m, nil
 }
 
+// selected is tensor.Selection's Mark, except that a pattern equal to the
+// name also selects it when the name holds glob characters.
 func (s *Source) selected(name string, matched []bool) bool {
-	if len(s.cfg.Only) == 0 {
-		return true
-	}
-	hit := false
+	hit := tensor.Selection(s.cfg.Only).Mark(name, matched)
 	for i, p := range s.cfg.Only {
-		if ok, _ := path.Match(p, name); ok || p == name {
-			matched[i] = true
-			hit = true
+		if p == name {
+			matched[i], hit = true, true
 		}
 	}
 	return hit

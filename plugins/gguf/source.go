@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -68,10 +67,8 @@ func NewSource(cfg *SourceConfig) (*Source, error) {
 	if cfg.Path == "" {
 		return nil, plugin.ConfigErrorf("path", "a GGUF file path is required")
 	}
-	for _, p := range cfg.Only {
-		if _, err := path.Match(p, ""); err != nil {
-			return nil, plugin.ConfigErrorf("only", "pattern %q: %v", p, err)
-		}
+	if p, err := tensor.Selection(cfg.Only).Check(); err != nil {
+		return nil, plugin.ConfigErrorf("only", "pattern %q: %v", p, err)
 	}
 	return &Source{cfg: *cfg}, nil
 }
@@ -113,7 +110,8 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 	}
 	m := &tensor.Manifest{Metadata: set.Metadata()}
 	s.located = map[string]located{}
-	matched := make([]bool, len(s.cfg.Only))
+	only := tensor.Selection(s.cfg.Only)
+	matched := make([]bool, len(only))
 	for i, f := range set.Files {
 		abs, err := filepath.Abs(set.Paths[i])
 		if err != nil {
@@ -121,13 +119,7 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 		}
 		for j := range f.Tensors {
 			t := &f.Tensors[j]
-			keep := len(s.cfg.Only) == 0
-			for k, p := range s.cfg.Only {
-				if ok, _ := path.Match(p, t.Name); ok {
-					matched[k], keep = true, true
-				}
-			}
-			if !keep {
+			if !only.Mark(t.Name, matched) {
 				continue
 			}
 			ti := tensor.TensorInfo{
@@ -147,10 +139,8 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			s.located[t.Name] = located{file: f, path: set.Paths[i], t: t}
 		}
 	}
-	for k, ok := range matched {
-		if !ok {
-			return nil, plugin.ConfigErrorf("only", "pattern %q matches no tensor of %s", s.cfg.Only[k], s.cfg.Path)
-		}
+	if unmatched := only.Unmatched(matched); len(unmatched) > 0 {
+		return nil, plugin.ConfigErrorf("only", "pattern %q matches no tensor of %s", unmatched[0], s.cfg.Path)
 	}
 	// Unit keys of tensors left out by only go too: they describe nothing here.
 	if len(s.cfg.Only) > 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -52,10 +51,8 @@ func NewSource(cfg Config) (*Source, error) {
 	if cfg.Path == "" {
 		return nil, plugin.ConfigErrorf("path", "a model path is required")
 	}
-	for _, g := range cfg.Only {
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
-		}
+	if g, err := tensor.Selection(cfg.Only).Check(); err != nil {
+		return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
 	}
 	if _, err := os.Stat(cfg.Path); err != nil {
 		return nil, &plugin.InputError{File: cfg.Path, Msg: "cannot read the model", Err: err}
@@ -109,7 +106,7 @@ func (s *Source) describe() (*tensor.Manifest, error) {
 	setMetadata(&m.Metadata, mod)
 	s.byName = map[string]*located{}
 	for _, in := range mod.inits {
-		if !s.selected(in.name) {
+		if !tensor.Selection(s.cfg.Only).Selects(in.name) {
 			continue
 		}
 		if in.name == "" {
@@ -129,18 +126,6 @@ func (s *Source) describe() (*tensor.Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", s.cfg.Path, err)
 	}
 	return m, nil
-}
-
-func (s *Source) selected(name string) bool {
-	if len(s.cfg.Only) == 0 {
-		return true
-	}
-	for _, g := range s.cfg.Only {
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // setMetadata records the model's and graph's descriptive fields.

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/hfdir"
 	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -29,12 +29,6 @@ type Config struct {
 	// DiscardNames lists tied names to drop in favour of their twin.
 	DiscardNames []string `hcl:"discard_names,optional" doc:"Tensor names to mark as the duplicate when they share storage with another tensor, like transformers' _tied_weights_keys (e.g. [\"lm_head.weight\"]). Default: none, so the alphabetically first complete name is kept, as Hugging Face's conversion does without transformers."`
 }
-
-// Limits on the Hugging Face side files read from a model directory.
-const (
-	maxIndexBytes  = 64 << 20
-	maxHFFileBytes = 64 << 20
-)
 
 // Source reads a torch.save checkpoint, a sharded one, or a Hugging Face
 // directory holding either. It is safe for concurrent Open calls.
@@ -59,10 +53,8 @@ func NewSource(cfg Config) (*Source, error) {
 	if cfg.Path == "" {
 		return nil, plugin.ConfigErrorf("path", "a checkpoint path is required")
 	}
-	for _, g := range cfg.Only {
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
-		}
+	if g, err := tensor.Selection(cfg.Only).Check(); err != nil {
+		return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
 	}
 	if _, err := os.Stat(cfg.Path); err != nil {
 		return nil, &plugin.InputError{File: cfg.Path, Msg: "cannot read the checkpoint", Err: err}
@@ -132,7 +124,7 @@ func resolvePath(p string) (*layoutPlan, error) {
 
 // readIndex reads a Hugging Face shard index: {"weight_map": {tensor: file}}.
 func readIndex(p string) (*layoutPlan, error) {
-	b, err := readCapped(p, maxIndexBytes)
+	b, err := hfdir.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -179,22 +171,6 @@ func inside(dir, p string) error {
 		return &plugin.InputError{File: p, Msg: "cannot read the file", Err: err}
 	}
 	return nil
-}
-
-func readCapped(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, &plugin.InputError{File: p, Msg: "cannot read the file", Err: err}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, &plugin.InputError{File: p, Msg: "cannot read the file", Err: err}
-	}
-	if int64(len(b)) > limit {
-		return nil, &binio.FormatError{File: p, Offset: -1, Msg: fmt.Sprintf("file is larger than the limit of %d bytes", limit)}
-	}
-	return b, nil
 }
 
 // Describe reads each file's zip directory and pickle (never storages) and
@@ -257,7 +233,7 @@ func (s *Source) describe(ctx context.Context) (*tensor.Manifest, error) {
 	}
 	var kept []located
 	for _, lt := range all {
-		if s.selected(lt.nt.name) {
+		if tensor.Selection(s.cfg.Only).Selects(lt.nt.name) {
 			kept = append(kept, lt)
 		}
 	}
@@ -312,7 +288,7 @@ func (s *Source) describe(ctx context.Context) (*tensor.Manifest, error) {
 		s.byName[lt.nt.name] = lt
 	}
 	if plan.hfDir != "" {
-		if err := carryHFFiles(&m.Metadata, plan.hfDir); err != nil {
+		if err := hfdir.Carry(&m.Metadata, plan.hfDir); err != nil {
 			return nil, err
 		}
 	}
@@ -320,44 +296,6 @@ func (s *Source) describe(ctx context.Context) (*tensor.Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", s.cfg.Path, err)
 	}
 	return m, nil
-}
-
-func (s *Source) selected(name string) bool {
-	if len(s.cfg.Only) == 0 {
-		return true
-	}
-	for _, g := range s.cfg.Only {
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// carryHFFiles puts a Hugging Face directory's JSON side files into the
-// metadata verbatim, under the keys of tensor.HFFiles, in a fixed order.
-func carryHFFiles(md *tensor.Metadata, dir string) error {
-	names := make([]string, 0, len(tensor.HFFiles))
-	for n := range tensor.HFFiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() {
-			continue
-		}
-		if err := inside(dir, p); err != nil {
-			return err
-		}
-		b, err := readCapped(p, maxHFFileBytes)
-		if err != nil {
-			return err
-		}
-		md.Set(tensor.HFFiles[n], tensor.StringValue(string(b)))
-	}
-	return nil
 }
 
 // Open returns one tensor's bytes, contiguous, in row-major order.

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/hfdir"
 	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	st "github.com/sluice-ml/sluice/sdk/safetensors"
@@ -28,9 +28,6 @@ const Version = "0.1.0"
 
 // IndexName is the Hugging Face index of a sharded checkpoint.
 const IndexName = "model.safetensors.index.json"
-
-// maxSideFile caps the size of a carried JSON file (config, tokenizer).
-const maxSideFile = 256 << 20
 
 // Plugin returns the safetensors plugin.
 func Plugin() *plugin.Plugin {
@@ -67,10 +64,8 @@ func OpenSource(cfg *SourceConfig) (*Source, error) {
 	if _, err := os.Stat(cfg.Path); err != nil {
 		return nil, &plugin.InputError{File: cfg.Path, Msg: "cannot open", Err: err}
 	}
-	for _, g := range cfg.Only {
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
-		}
+	if g, err := tensor.Selection(cfg.Only).Check(); err != nil {
+		return nil, plugin.ConfigErrorf("only", "bad glob %q: %v", g, err)
 	}
 	return &Source{cfg: *cfg}, nil
 }
@@ -144,7 +139,7 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 					continue
 				}
 			}
-			if !s.selected(e.Name) {
+			if !tensor.Selection(s.cfg.Only).Selects(e.Name) {
 				continue
 			}
 			m.Tensors = append(m.Tensors, tensor.TensorInfo{
@@ -175,24 +170,12 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 		seen[t.Name] = true
 	}
 	if dir != "" {
-		if err := carryHFFiles(dir, &m.Metadata); err != nil {
+		if err := hfdir.Carry(&m.Metadata, dir); err != nil {
 			return nil, err
 		}
 	}
 	s.manifest = m
 	return m, nil
-}
-
-func (s *Source) selected(name string) bool {
-	if len(s.cfg.Only) == 0 {
-		return true
-	}
-	for _, g := range s.cfg.Only {
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 type shardFile struct {
@@ -255,7 +238,7 @@ type hfIndex struct {
 // the tensors it must hold. Shard names must stay inside the index's
 // directory.
 func readIndex(indexPath string) ([]shardFile, error) {
-	b, err := readSideFile(indexPath)
+	b, err := hfdir.ReadFile(indexPath)
 	if err != nil {
 		return nil, err
 	}
@@ -307,49 +290,6 @@ func CheckLocalName(name string) error {
 // (links inside a Hugging Face cache repository excepted; see sdk/localpath).
 func checkInside(dir, p string) error {
 	return localpath.Inside(dir, p)
-}
-
-func readSideFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, &plugin.InputError{File: p, Msg: "cannot open", Err: err}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSideFile+1))
-	if err != nil {
-		return nil, &plugin.InputError{File: p, Msg: "cannot read", Err: err}
-	}
-	if len(b) > maxSideFile {
-		return nil, &binio.FormatError{File: p, Offset: maxSideFile, Msg: fmt.Sprintf("file is larger than the %d-byte limit", maxSideFile)}
-	}
-	return b, nil
-}
-
-// carryHFFiles puts the directory's JSON side files into metadata, verbatim.
-func carryHFFiles(dir string, md *tensor.Metadata) error {
-	names := make([]string, 0, len(tensor.HFFiles))
-	for n := range tensor.HFFiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		if err := checkInside(dir, p); err != nil {
-			return &plugin.InputError{File: p, Msg: err.Error()}
-		}
-		b, err := readSideFile(p)
-		if err != nil {
-			return err
-		}
-		if !json.Valid(b) {
-			return &binio.FormatError{File: p, Offset: -1, Msg: "not valid JSON"}
-		}
-		md.Set(tensor.HFFiles[n], tensor.StringValue(string(b)))
-	}
-	return nil
 }
 
 // Open returns a reader of one tensor's bytes.
