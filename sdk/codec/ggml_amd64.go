@@ -66,3 +66,8 @@ func bf16FromF32SSE2(dst, src *byte, n int)
 //
 //go:noescape
 func bf16ToF32SSE2(dst, src *byte, n int)
+
+// dqSSE2 is dqGo for n elements, n a multiple of 16.
+//
+//go:noescape
+func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32)

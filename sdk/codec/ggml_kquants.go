@@ -414,10 +414,9 @@ func decodeQ2_K(dst []float32, src []byte) {
 					s := sc[k/16]
 					dl := float32(d * float32(s&0xf))
 					ml := float32(mn * float32(s>>4))
-					for l := range 16 {
-						y[k] = float32(dl*float32((q[16*half+l]>>shift)&3)) - ml
-						k++
-					}
+					qq := q[16*half : 16*half+16]
+					dq(y[k:k+16], qq, qq, dqK2[shift/2], dl, ml)
+					k += 16
 				}
 			}
 		}
@@ -513,24 +512,18 @@ func decodeQ3_K(dst []float32, src []byte) {
 		hmask := b[:32]
 		qs := b[32:96]
 		sc := b[96:108]
-		k, is := 0, 0
-		m := uint8(1)
+		k, is, hb := 0, 0, 0
 		for n := 0; n < 2; n++ {
 			q := qs[32*n : 32*n+32]
 			for shift := uint(0); shift < 8; shift += 2 {
 				for half := 0; half < 2; half++ {
 					dl := float32(dAll * float32(q3Scale(sc, is)))
 					is++
-					for l := range 16 {
-						v := int32((q[16*half+l] >> shift) & 3)
-						if hmask[16*half+l]&m == 0 {
-							v -= 4
-						}
-						y[k] = float32(dl * float32(v))
-						k++
-					}
+					// Bit hb of hmask is bit 2 of the level, which is offset by 4.
+					dq(y[k:k+16], q[16*half:16*half+16], hmask[16*half:16*half+16], dqK3[hb], dl, 0)
+					k += 16
 				}
-				m <<= 1
+				hb++
 			}
 		}
 		dst, src = dst[256:], src[110:]
@@ -631,11 +624,8 @@ func decodeQ4_K(dst []float32, src []byte) {
 			d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
 			d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
 			q := qs[32*j : 32*j+32]
-			out := y[64*j : 64*j+64]
-			for l, v := range q {
-				out[l] = float32(d1*float32(v&0xf)) - mm1
-				out[l+32] = float32(d2*float32(v>>4)) - mm2
-			}
+			dq(y[64*j:64*j+32], q, q, dqK4Lo, d1, mm1)
+			dq(y[64*j+32:64*j+64], q, q, dqK4Hi, d2, mm2)
 		}
 		dst, src = dst[256:], src[144:]
 	}
@@ -696,17 +686,10 @@ func decodeQ5_K(dst []float32, src []byte) {
 			s2, m2 := getScaleMinK4(2*j+1, sc)
 			d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
 			d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
+			// Bit 2j of qh[l] is bit 4 of the low level, bit 2j+1 of the high.
 			q := ql[32*j : 32*j+32]
-			h := qh[:32]
-			out := y[64*j : 64*j+64]
-			sh := uint(2 * j)
-			for l, v := range q {
-				// Bit 2j of qh[l] is bit 4 of the low level, bit 2j+1 of the high.
-				lo := v&0xf | (h[l]>>sh&1)<<4
-				hi := v>>4 | (h[l]>>(sh+1)&1)<<4
-				out[l] = float32(d1*float32(lo)) - mm1
-				out[l+32] = float32(d2*float32(hi)) - mm2
-			}
+			dq(y[64*j:64*j+32], q, qh, dqK5Lo[j], d1, mm1)
+			dq(y[64*j+32:64*j+64], q, qh, dqK5Hi[j], d2, mm2)
 		}
 		dst, src = dst[256:], src[176:]
 	}

@@ -65,10 +65,7 @@ func decodeQ8_0(dst []float32, src []byte) {
 	for len(dst) >= 32 && len(src) >= 34 {
 		d := getF16(src)
 		q := src[2:34]
-		y := dst[:32]
-		for j := range y {
-			y[j] = float32(int8(q[j])) * d
-		}
+		dq(dst[:32], q, q, dqQ8, d, 0)
 		dst, src = dst[32:], src[34:]
 	}
 }
@@ -190,11 +187,8 @@ func decodeQ4_0(dst []float32, src []byte) {
 	for len(dst) >= 32 && len(src) >= 18 {
 		d := getF16(src)
 		q := src[2:18]
-		y := dst[:32]
-		for j := range 16 {
-			y[j] = float32(int32(q[j]&0xf)-8) * d
-			y[j+16] = float32(int32(q[j]>>4)-8) * d
-		}
+		dq(dst[:16], q, q, dqQ4Lo, d, 0)
+		dq(dst[16:32], q, q, dqQ4Hi, d, 0)
 		dst, src = dst[32:], src[18:]
 	}
 }
@@ -290,11 +284,8 @@ func decodeQ4_1(dst []float32, src []byte) {
 		d := getF16(src)
 		m := getF16(src[2:])
 		q := src[4:20]
-		y := dst[:32]
-		for j := range 16 {
-			y[j] = float32(float32(q[j]&0xf)*d) + m
-			y[j+16] = float32(float32(q[j]>>4)*d) + m
-		}
+		dq(dst[:16], q, q, dqQ41Lo, d, m)
+		dq(dst[16:32], q, q, dqQ41Hi, d, m)
 		dst, src = dst[32:], src[20:]
 	}
 }

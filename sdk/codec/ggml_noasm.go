@@ -47,3 +47,7 @@ func bf16FromF32SSE2(dst, src *byte, n int) {
 func bf16ToF32SSE2(dst, src *byte, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -143,12 +143,9 @@ func decodeTQ2_0(dst []float32, src []byte) {
 		d := getF16(b[64:])
 		k := 0
 		for j := 0; j < 64; j += 32 {
-			for l := uint(0); l < 4; l++ {
-				for m := range 32 {
-					q := int32((b[j+m] >> (2 * l)) & 3)
-					y[k] = float32(q-1) * d
-					k++
-				}
+			for l := range 4 {
+				dq(y[k:k+32], b[j:j+32], b[j:j+32], dqT2[l], d, 0)
+				k += 32
 			}
 		}
 		dst, src = dst[256:], src[66:]

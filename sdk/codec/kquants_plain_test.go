@@ -543,3 +543,37 @@ func TestQuadKernelsMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestDequantKernelMatchesGo compares dqSSE2 with dqGo for every field
+// layout the decoders use, on random bytes and scales (NaN and infinite
+// scales included).
+func TestDequantKernelMatchesGo(t *testing.T) {
+	if !useSSE2 {
+		t.Skip("no SSE2 kernels on this platform")
+	}
+	ps := []*dqParams{dqQ8, dqQ4Lo, dqQ4Hi, dqQ41Lo, dqQ41Hi, dqK4Lo, dqK4Hi}
+	ps = append(ps, dqK5Lo[:]...)
+	ps = append(ps, dqK5Hi[:]...)
+	ps = append(ps, dqK2[:]...)
+	ps = append(ps, dqK3[:]...)
+	ps = append(ps, dqT2[:]...)
+	r := rand.New(rand.NewPCG(15, 16))
+	var b, h [32]byte
+	var ya, yb [32]float32
+	for iter := 0; iter < 20000; iter++ {
+		for i := range b {
+			b[i], h[i] = byte(r.Uint32()), byte(r.Uint32())
+		}
+		d := Float16ToFloat32(uint16(r.Uint32()))
+		m := Float16ToFloat32(uint16(r.Uint32()))
+		p := ps[iter%len(ps)]
+		n := 16 * (1 + r.IntN(2))
+		dqSSE2(&ya[0], &b[0], &h[0], n, p, d, m)
+		dqGo(yb[:n], b[:n], h[:n], p, d, m)
+		for i := range n {
+			if !sameFloat(ya[i], yb[i]) {
+				t.Fatalf("dq(%+v, d %g, m %g) element %d of %x/%x: SSE2 %#08x, Go %#08x", *p, d, m, i, b, h, math.Float32bits(ya[i]), math.Float32bits(yb[i]))
+			}
+		}
+	}
+}
