@@ -55,23 +55,23 @@ func (s *server) Probe(ctx context.Context, req *pb.ProbeRequest) (*pb.ProbeResp
 }
 
 func (s *server) source(id uint64) (*sourceSession, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, ok := s.sources[id]
-	if !ok {
-		return nil, fmt.Errorf("no source session %d", id)
-	}
-	return ss, nil
+	return session(s, "source", s.sources, id)
 }
 
 func (s *server) sink(id uint64) (Sink, error) {
+	return session(s, "sink", s.sinks, id)
+}
+
+// session returns the open session id of sessions, of the given kind.
+func session[S any](s *server, kind string, sessions map[uint64]S, id uint64) (S, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sk, ok := s.sinks[id]
+	sess, ok := sessions[id]
 	if !ok {
-		return nil, fmt.Errorf("no sink session %d", id)
+		var zero S
+		return zero, fmt.Errorf("no %s session %d", kind, id)
 	}
-	return sk, nil
+	return sess, nil
 }
 
 // abortAll aborts every open sink, for a plugin about to exit without its
@@ -96,17 +96,29 @@ type sourceServer struct {
 }
 
 func (s sourceServer) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
-	st, ok := s.impl.Source(req.Component)
+	return openSession(s.server, "source", req, s.impl.Source, s.sources, func(st *SourceType, cfg Config) (*sourceSession, error) {
+		src, err := st.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &sourceSession{src: src}, nil
+	})
+}
+
+// openSession opens the component type req names (found by find, of the
+// given kind) with open and keeps the result in sessions under a new id.
+func openSession[T, S any](s *server, kind string, req *pb.OpenRequest, find func(string) (T, bool), sessions map[uint64]S, open func(T, Config) (S, error)) (*pb.OpenResponse, error) {
+	t, ok := find(req.Component)
 	if !ok {
-		return nil, toStatus(fmt.Errorf("plugin %s has no source %q", s.impl.Name, req.Component))
+		return nil, toStatus(fmt.Errorf("plugin %s has no %s %q", s.impl.Name, kind, req.Component))
 	}
-	src, err := st.Open(ctx, Config{JSON: req.ConfigJson})
+	sess, err := open(t, Config{JSON: req.ConfigJson})
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	id := s.next.Add(1)
 	s.mu.Lock()
-	s.sources[id] = &sourceSession{src: src}
+	sessions[id] = sess
 	s.mu.Unlock()
 	return &pb.OpenResponse{Session: id}, nil
 }
@@ -276,19 +288,9 @@ type sinkServer struct {
 }
 
 func (s sinkServer) Open(ctx context.Context, req *pb.OpenRequest) (*pb.OpenResponse, error) {
-	st, ok := s.impl.Sink(req.Component)
-	if !ok {
-		return nil, toStatus(fmt.Errorf("plugin %s has no sink %q", s.impl.Name, req.Component))
-	}
-	sk, err := st.Open(ctx, Config{JSON: req.ConfigJson})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	id := s.next.Add(1)
-	s.mu.Lock()
-	s.sinks[id] = sk
-	s.mu.Unlock()
-	return &pb.OpenResponse{Session: id}, nil
+	return openSession(s.server, "sink", req, s.impl.Sink, s.sinks, func(st *SinkType, cfg Config) (Sink, error) {
+		return st.Open(ctx, cfg)
+	})
 }
 
 func (s sinkServer) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResponse, error) {
