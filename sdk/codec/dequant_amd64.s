@@ -120,3 +120,55 @@ loop2:
 
 done:
 	RET
+
+// func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
+// n q8_0 blocks at src (34 bytes: d, then 32 int8) to dst:
+// dst[32i+j] = float32(int8 q[j])·ds[i], ds[i] being the block's d.
+TEXT ·q8BlocksSSE2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   ds+16(FP), DX
+	MOVQ   n+24(FP), CX
+	TESTQ  CX, CX
+	JLE    q8done
+
+#define Q8HALF(off, out) \
+	MOVOU  off(SI), X0; \
+	PUNPCKLBW X0, X1; \
+	PUNPCKHBW X0, X2; \
+	PSRAW  $8, X1; \
+	PSRAW  $8, X2; \
+	PUNPCKLWL X1, X3; \
+	PUNPCKHWL X1, X4; \
+	PUNPCKLWL X2, X5; \
+	PUNPCKHWL X2, X6; \
+	PSRAL  $16, X3; \
+	PSRAL  $16, X4; \
+	PSRAL  $16, X5; \
+	PSRAL  $16, X6; \
+	CVTPL2PS X3, X3; \
+	CVTPL2PS X4, X4; \
+	CVTPL2PS X5, X5; \
+	CVTPL2PS X6, X6; \
+	MULPS  X7, X3; \
+	MULPS  X7, X4; \
+	MULPS  X7, X5; \
+	MULPS  X7, X6; \
+	MOVUPS X3, (out)(DI); \
+	MOVUPS X4, (out+16)(DI); \
+	MOVUPS X5, (out+32)(DI); \
+	MOVUPS X6, (out+48)(DI)
+
+q8loop:
+	MOVSS  (DX), X7
+	SHUFPS $0, X7, X7
+	Q8HALF(2, 0)
+	Q8HALF(18, 64)
+	ADDQ   $34, SI
+	ADDQ   $4, DX
+	ADDQ   $128, DI
+	DECQ   CX
+	JNZ    q8loop
+
+q8done:
+	RET

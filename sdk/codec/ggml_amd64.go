@@ -71,3 +71,8 @@ func bf16ToF32SSE2(dst, src *byte, n int)
 //
 //go:noescape
 func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32)
+
+// q8BlocksSSE2 decodes n q8_0 blocks whose scales are ds[:n].
+//
+//go:noescape
+func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int)

@@ -62,6 +62,20 @@ func encodeQ8_0(dst []byte, src []float32) {
 }
 
 func decodeQ8_0(dst []float32, src []byte) {
+	if useSSE2 {
+		// Up to 64 blocks at a time: their scales first, then the kernel.
+		var ds [64]float32
+		t := f16Tab()
+		for len(dst) >= 32 && len(src) >= 34 {
+			n := min(len(ds), len(dst)/32, len(src)/34)
+			for i := range ds[:n] {
+				ds[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(src[34*i:])])
+			}
+			q8BlocksSSE2(&dst[0], &src[0], &ds[0], n)
+			dst, src = dst[32*n:], src[34*n:]
+		}
+		return
+	}
 	for len(dst) >= 32 && len(src) >= 34 {
 		d := getF16(src)
 		q := src[2:34]

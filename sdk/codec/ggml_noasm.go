@@ -51,3 +51,7 @@ func bf16ToF32SSE2(dst, src *byte, n int) {
 func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -577,3 +577,27 @@ func TestDequantKernelMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeQ8_0MatchesPlain compares decodeQ8_0 (the block kernel where
+// there is one) with ggml's loop on random bytes, NaN and infinite scales
+// included, for block counts around the kernel's batch of 64.
+func TestDecodeQ8_0MatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, nb := range []int{1, 2, 63, 64, 65, 129, 300} {
+		src := make([]byte, 34*nb)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		got := make([]float32, 32*nb)
+		decodeQ8_0(got, src)
+		for b := range nb {
+			d := getF16(src[34*b:])
+			for j := range 32 {
+				want := float32(int8(src[34*b+2+j])) * d
+				if !sameFloat(got[32*b+j], want) {
+					t.Fatalf("block %d of %d, element %d: %#08x, want %#08x", b, nb, j, math.Float32bits(got[32*b+j]), math.Float32bits(want))
+				}
+			}
+		}
+	}
+}
