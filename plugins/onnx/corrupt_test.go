@@ -1,8 +1,6 @@
 package onnx
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -59,21 +57,14 @@ func craftedModels() []plugintest.Damage {
 	}
 }
 
+// TestCorruptFiles runs the corruption suite of sourceSuite through the CLI
+// (TestConformance runs it in-process).
 func TestCorruptFiles(t *testing.T) {
-	s := plugintest.SourceSuite{
-		Plugin: Plugin(), Source: "onnx", Fixtures: []string{filepath.Join("testdata", "model.onnx")},
-		Crafted: craftedModels(), TruncationMayRead: true, NameFileInErrors: true,
-		Large: func(dir string) (string, error) {
-			p := filepath.Join(dir, "large.onnx")
-			return p, os.WriteFile(p, modelBytes(rawF32("w", 64<<20, 16<<20)), 0o644)
-		},
-	}
-	plugintest.RunSource(t, s)
 	if testing.Short() {
 		t.Skip("-short: the CLI runs are skipped")
 	}
 	bin := clitest.Build(t)
-	for _, cs := range s.CorruptSuites(t) {
+	for _, cs := range sourceSuite().CorruptSuites(t) {
 		clitest.CorruptCLI(t, bin, cs, clitest.CorruptOptions{ConvertTo: "out.safetensors"})
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/plugin"
+	"github.com/sluice-ml/sluice/sdk/plugintest"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -376,33 +377,16 @@ func TestDescribeReadsOnlyStructure(t *testing.T) {
 	raw := make([]byte, 64<<20)
 	tp := pb(nil).varint(tensorDims, uint64(len(raw))).varint(tensorDataType, 2).str(tensorName, "big").bytes(tensorRawData, raw)
 	p := modelWith(t, t.TempDir(), tp)
-	before := readChars(t)
+	before := plugintest.ReadChars(t)
 	s := openSource(t, Config{Path: p})
 	m, err := s.Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read := readChars(t) - before; read > 256<<10 {
+	if read := plugintest.ReadChars(t) - before; read > 256<<10 {
 		t.Errorf("Describe of a %d-byte model read %d bytes", len(raw), read)
 	}
 	if m.Tensors[0].Location == nil || m.Tensors[0].Location.Length != uint64(len(raw)) {
 		t.Errorf("no file reference for raw_data: %+v", m.Tensors[0])
 	}
-}
-
-// readChars returns the bytes this process has read (rchar).
-func readChars(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/io: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	t.Skip("no rchar in /proc/self/io")
-	return 0
 }

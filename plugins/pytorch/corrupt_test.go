@@ -105,6 +105,10 @@ func sourceSuite(t testing.TB) plugintest.SourceSuite {
 	for _, f := range []string{"dtypes.bin", "views.bin", "tied.bin", "params.pth", "lightning.ckpt", "nested_model.pt"} {
 		fixtures = append(fixtures, filepath.Join("testdata", f))
 	}
+	var compare []string
+	for _, f := range []string{"dtypes.bin", "views.bin", "tied.bin", "params.pth", "hf_sharded"} {
+		compare = append(compare, filepath.Join("testdata", f))
+	}
 	return plugintest.SourceSuite{
 		Plugin: Plugin(), Source: "pytorch", Fixtures: fixtures, Sections: zipSections,
 		Crafted: craftedCheckpoints(t), NameFileInErrors: true,
@@ -115,17 +119,26 @@ func sourceSuite(t testing.TB) plugintest.SourceSuite {
 				entry{name: "archive/data/0", data: make([]byte, 64<<20)})
 			return p, os.WriteFile(p, b, 0o644)
 		},
+		Compare:  compare,
+		MinProbe: 60,
+		Refused: []plugintest.Refusal{{
+			Name: "malicious",
+			Path: func(t *testing.T, dir string) string {
+				return filepath.Join("testdata", "malicious", "state_dict_os_system.bin")
+			},
+			Contains: "posix.system",
+		}},
 	}
 }
 
+// TestCorruptFiles runs the corruption suite of sourceSuite's first fixture
+// through the CLI (TestConformance runs all of them in-process).
 func TestCorruptFiles(t *testing.T) {
-	s := sourceSuite(t)
-	plugintest.RunSource(t, s)
 	if testing.Short() {
 		t.Skip("-short: the CLI runs are skipped")
 	}
 	bin := clitest.Build(t)
-	for _, cs := range s.CorruptSuites(t)[:1] {
+	for _, cs := range sourceSuite(t).CorruptSuites(t)[:1] {
 		clitest.CorruptCLI(t, bin, cs, clitest.CorruptOptions{ConvertTo: "out.safetensors"})
 	}
 }

@@ -6,13 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
+	"github.com/sluice-ml/sluice/sdk/plugintest"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -220,35 +219,18 @@ func TestDescribeReadsOnlyHeaders(t *testing.T) {
 	p := newPickle().op('}')
 	p.str("big").tensorV2("ByteStorage", "0", int64(len(big)), 0, []int64{int64(len(big))}, []int64{1}).op('s', '.')
 	path := writeZip(t, entry{name: "archive/data.pkl", data: p.Bytes()}, entry{name: "archive/data/0", data: big})
-	before := readChars(t)
+	before := plugintest.ReadChars(t)
 	s := openSource(t, Config{Path: path})
 	m, err := s.Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read := readChars(t) - before; read > 256<<10 {
+	if read := plugintest.ReadChars(t) - before; read > 256<<10 {
 		t.Errorf("Describe of a %d-byte checkpoint read %d bytes", len(big), read)
 	}
 	if m.Tensors[0].Location == nil || m.Tensors[0].Location.Length != uint64(len(big)) {
 		t.Errorf("no file reference for a stored contiguous tensor: %+v", m.Tensors[0])
 	}
-}
-
-// readChars returns the bytes this process has read (rchar).
-func readChars(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/io: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	t.Skip("no rchar in /proc/self/io")
-	return 0
 }
 
 func TestModelKeyNextToTensorsIsNotUnwrapped(t *testing.T) {

@@ -79,12 +79,7 @@ type Suite struct {
 // Run runs the conformance checks as subtests of t.
 func Run(t *testing.T, s Suite) {
 	t.Helper()
-	if err := s.Plugin.Validate(); err != nil {
-		t.Fatalf("plugin: %v", err)
-	}
-	if _, ok := s.Plugin.Source(s.Source); !ok {
-		t.Fatalf("plugin %s has no source %q", s.Plugin.Name, s.Source)
-	}
+	checkSource(t, s.Plugin, s.Source)
 	if _, ok := s.Plugin.Sink(s.Sink); !ok {
 		t.Fatalf("plugin %s has no sink %q", s.Plugin.Name, s.Sink)
 	}
@@ -98,22 +93,7 @@ func Run(t *testing.T, s Suite) {
 		if s.SkipOutOfProcess {
 			t.Skip("the suite skips the out-of-process run")
 		}
-		arena, err := plugin.NewArena(8, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer arena.Close()
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), serveEnv+"=1")
-		c, err := plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: arena, Label: "plugin " + s.Plugin.Name, StartTimeout: 30 * time.Second})
-		if err != nil {
-			t.Fatalf("starting the plugin over go-plugin (does TestMain call plugintest.ServeIfChild?): %v", err)
-		}
-		defer c.Close()
-		checkInfo(t, s.Plugin.Info(), c.Info())
-		if !c.Info().Arena {
-			t.Errorf("the plugin process did not map the shared arena")
-		}
+		c, arena := launch(t, s.Plugin)
 		roundTrip(t, s, c, arena)
 	})
 	t.Run("describe-reads-only-the-header", func(t *testing.T) {
@@ -124,18 +104,61 @@ func Run(t *testing.T, s Suite) {
 	})
 }
 
-// checkInfo compares what the plugin says over the wire with its own Info.
+// checkSource fails t unless p is a valid plugin with a source called
+// source.
+func checkSource(t *testing.T, p *plugin.Plugin, source string) {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("plugin: %v", err)
+	}
+	if _, ok := p.Source(source); !ok {
+		t.Fatalf("plugin %s has no source %q", p.Name, source)
+	}
+}
+
+// launch starts the test binary as a go-plugin process serving p (see
+// ServeIfChild) with a shared arena, checks that it describes itself as p
+// does in-process and mapped the arena, and closes both when t ends.
+func launch(t *testing.T, p *plugin.Plugin) (*plugin.Client, *plugin.Arena) {
+	t.Helper()
+	arena, err := plugin.NewArena(8, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { arena.Close() })
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	c, err := plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: arena, Label: "plugin " + p.Name, StartTimeout: time.Minute})
+	if err != nil {
+		t.Fatalf("starting the plugin over go-plugin (does TestMain call plugintest.ServeIfChild?): %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	checkInfo(t, p.Info(), c.Info())
+	return c, arena
+}
+
+// checkInfo compares what the plugin says over the wire with its own Info:
+// name, version and every component's name, doc, schema, extensions and
+// probing; and checks the plugin process mapped the shared arena.
 func checkInfo(t *testing.T, want, got *plugin.Info) {
 	t.Helper()
+	if !got.Arena {
+		t.Errorf("the plugin process did not map the shared arena")
+	}
 	if got.Name != want.Name || got.Version != want.Version {
 		t.Errorf("over the wire the plugin is %s %s, in-process %s %s", got.Name, got.Version, want.Name, want.Version)
 	}
 	if len(got.Sources) != len(want.Sources) || len(got.Sinks) != len(want.Sinks) {
 		t.Fatalf("over the wire: %d sources and %d sinks, in-process %d and %d", len(got.Sources), len(got.Sinks), len(want.Sources), len(want.Sinks))
 	}
-	for i := range want.Sources {
-		if fmt.Sprint(got.Sources[i].Schema) != fmt.Sprint(want.Sources[i].Schema) {
-			t.Errorf("source %s: schema differs over the wire", want.Sources[i].Name)
+	describe := func(c plugin.ComponentInfo) string {
+		return fmt.Sprintf("%s %q %v %v %v", c.Name, c.Doc, c.Schema, c.Extensions, c.Probes)
+	}
+	for kind, pair := range map[string][2][]plugin.ComponentInfo{"source": {want.Sources, got.Sources}, "sink": {want.Sinks, got.Sinks}} {
+		for i, w := range pair[0] {
+			if g := pair[1][i]; describe(g) != describe(w) {
+				t.Errorf("%s %s over the wire is %s, in-process %s", kind, w.Name, describe(g), describe(w))
+			}
 		}
 	}
 }
@@ -434,7 +457,7 @@ func headerOnly(t *testing.T, s Suite) {
 		return
 	}
 	_, srcCfg, _ := s.configs(path)
-	before := readChars(t)
+	before := ReadChars(t)
 	src, err := plugin.InProcess(s.Plugin).OpenSource(context.Background(), s.Source, srcCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -443,13 +466,17 @@ func headerOnly(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	src.Close()
-	if read := readChars(t) - before; read > s.MaxHeaderRead {
+	if read := ReadChars(t) - before; read > s.MaxHeaderRead {
 		t.Errorf("Describe of a %d-byte file read %d bytes (by /proc/self/io), more than %d", fi.Size(), read, s.MaxHeaderRead)
 	}
 }
 
-// readChars returns the bytes this process has read (rchar).
-func readChars(t *testing.T) int64 {
+// ReadChars returns the bytes this process has read so far (rchar of
+// /proc/self/io), or skips the test where that count is not available. The
+// difference of two calls bounds what the code between them read, for
+// tests that describing a file reads only its header.
+func ReadChars(t testing.TB) int64 {
+	t.Helper()
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
 		t.Skipf("cannot read /proc/self/io: %v", err)
