@@ -172,3 +172,102 @@ q8loop:
 
 q8done:
 	RET
+
+// func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32)
+// mxfp4Codes for 32 finite x at a scale e ≥ amax/16 (see there): with
+// a = |x| and t = (a·pre)·inv (= a/e, below 16), k counts the values
+// kv = 1, 2, 3, 4, 6, 8, 12 that are ≤ t; kv[k]·e and kv[k+1]·e (+Inf past
+// 12) are the two values around a, and k steps up when the upper one's
+// error has smaller bits. The code is k, with bit 3 for a negative x unless
+// k is 0.
+TEXT ·mxfp4CodesSSE2(SB), NOSPLIT, $32-28
+	MOVQ   q+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVSS  e+16(FP), X13
+	SHUFPS $0, X13, X13
+	MOVSS  pre+20(FP), X14
+	SHUFPS $0, X14, X14
+	MOVSS  inv+24(FP), X15
+	SHUFPS $0, X15, X15
+	MOVL   $0x7F800000, AX
+	MOVL   AX, X12
+	PSHUFL $0, X12, X12           // +Inf
+
+// One threshold kv (float32 bits imm): X3 = kv ≤ t; X1 = max(X1, kv if
+// taken); X2 = min(X2, kv if not, else Inf); X4 -= mask (counts).
+#define STEP(imm) \
+	MOVL   $imm, AX; \
+	MOVL   AX, X5; \
+	PSHUFL $0, X5, X5; \
+	MOVAPS X5, X3; \
+	CMPPS  X0, X3, $2; \
+	MOVAPS X3, X6; \
+	ANDPS  X5, X6; \
+	MAXPS  X6, X1; \
+	MOVAPS X3, X6; \
+	ANDNPS X5, X6; \
+	MOVAPS X3, X7; \
+	ANDPS  X12, X7; \
+	ORPS   X7, X6; \
+	MINPS  X6, X2; \
+	PSUBL  X3, X4
+
+// CODES(off, R): the four codes of x[off/4 ..] as int32 in R.
+#define CODES(off, R) \
+	MOVUPS off(SI), X8; \
+	MOVL   $0x7FFFFFFF, AX; \
+	MOVL   AX, X9; \
+	PSHUFL $0, X9, X9; \
+	MOVAPS X8, X10; \
+	ANDPS  X9, X10; \
+	MOVAPS X10, X0; \
+	MULPS  X14, X0; \
+	MULPS  X15, X0; \
+	XORPS  X1, X1; \
+	MOVAPS X12, X2; \
+	PXOR   X4, X4; \
+	STEP(0x3F800000); \
+	STEP(0x40000000); \
+	STEP(0x40400000); \
+	STEP(0x40800000); \
+	STEP(0x40C00000); \
+	STEP(0x41000000); \
+	STEP(0x41400000); \
+	MULPS  X13, X1; \
+	MULPS  X13, X2; \
+	MOVAPS X10, X5; \
+	SUBPS  X1, X5; \
+	SUBPS  X10, X2; \
+	PCMPGTL X2, X5; \
+	PSUBL  X5, X4; \
+	PSRLL  $31, X8; \
+	PSLLL  $3, X8; \
+	PXOR   X6, X6; \
+	PCMPEQL X4, X6; \
+	PANDN  X8, X6; \
+	POR    X6, X4; \
+	MOVO   X4, R
+
+	// CODES clobbers X0..X10, so partial results wait on the stack.
+#define PAIR(off) \
+	CODES(off, X11); \
+	MOVOU  X11, t0-16(SP); \
+	CODES(off+16, X11); \
+	MOVOU  t0-16(SP), X8; \
+	PACKSSLW X11, X8
+
+#define SIXTEEN(off) \
+	PAIR(off); \
+	MOVOU  X8, t1-32(SP); \
+	PAIR(off+32); \
+	MOVOU  t1-32(SP), X11; \
+	PACKUSWB X8, X11
+
+	SIXTEEN(0)
+	MOVOU  X11, 0(DI)       // codes 0..15
+	SIXTEEN(64)             // codes 16..31
+	PSLLW  $4, X11
+	MOVOU  0(DI), X8
+	POR    X11, X8
+	MOVOU  X8, 0(DI)
+	RET

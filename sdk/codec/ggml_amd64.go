@@ -76,3 +76,9 @@ func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32)
 //
 //go:noescape
 func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
+
+// mxfp4CodesSSE2 is mxfp4Codes for 32 elements at a scale e from their
+// finite amax (pre and inv as mxfp4Codes computes them).
+//
+//go:noescape
+func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32)

@@ -55,3 +55,7 @@ func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32) {
 func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -289,18 +289,23 @@ func mxfp4Codes(q []byte, x []float32, e float32, scaled bool) {
 		mxfp4CodesAll(q, x, e)
 		return
 	}
-	// p[8] = +Inf stops the search at index 7.
-	var p [9]float32
-	for i := range 8 {
-		p[i] = float32(float32(kvaluesMXFP4[i]) * e)
-	}
-	p[8] = float32(math.Inf(1))
 	// a·(1/e) is a/e exactly, unless 1/e overflows (e = 2^-128): then
 	// scale by 2 in two steps.
 	inv, pre := 1/e, float32(1)
 	if e < 0x1p-126 {
 		inv, pre = 1/(e*0x1p24), 0x1p24
 	}
+	if useSSE2 && len(x) == 32 {
+		q = q[:16]
+		mxfp4CodesSSE2(&q[0], &x[0], e, pre, inv)
+		return
+	}
+	// p[8] = +Inf stops the search at index 7.
+	var p [9]float32
+	for i := range 8 {
+		p[i] = float32(float32(kvaluesMXFP4[i]) * e)
+	}
+	p[8] = float32(math.Inf(1))
 	x = x[:len(x)/2*2]
 	var codes [32]uint8
 	for j, v := range x {
