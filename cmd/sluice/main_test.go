@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -89,19 +90,10 @@ func (s *crashySink) Abort(ctx context.Context) error {
 	return nil
 }
 
+// repoRoot returns the module root (the directory of go.mod).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
+	return refdata.ModuleRoot(t)
 }
 
 // listFiles returns every file under dir, relative, with its bytes.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluice-ml/sluice/internal/refdata"
 )
 
 // seedCommands are the examples of seed 000 §3 ("Command line"), verbatim,
@@ -51,7 +53,7 @@ func splitCommand(line string) []string {
 }
 
 func TestSeedCommandsAreVerbatim(t *testing.T) {
-	matches, _ := filepath.Glob(filepath.Join(repoRoot(t), "..", "shared", "seeds", "000_*.txt"))
+	matches, _ := filepath.Glob(filepath.Join(refdata.Path(t, "seeds"), "000_*.txt"))
 	if len(matches) == 0 {
 		t.Skip("../shared/seeds is absent: cannot compare the examples with seed 000")
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"github.com/sluice-ml/sluice/sdk/tokenizer"
 )
 
@@ -141,10 +142,7 @@ func TestTemplateShowsAndRenders(t *testing.T) {
 // render of ../shared/tokref/llama3 through the commands (the SDK's own tests
 // run all of them).
 func TestTokrefThroughTheCLI(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "..", "shared", "tokref", "llama3")
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Skip("../shared/tokref/llama3 is absent: no reference vectors to check")
-	}
+	dir := filepath.Dir(refdata.Path(t, "tokref", "llama3", "tokenizer.json"))
 	if testing.Short() {
 		t.Skip("each command builds the 128k-token vocabulary (about a second)")
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluice-ml/sluice/core/runtest"
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"github.com/sluice-ml/sluice/sdk/codec"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -103,33 +103,10 @@ func runErr(t testing.TB, src string, opts runtest.Options) error {
 	return err
 }
 
-// moduleRoot finds the directory holding go.mod.
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
 // refDir returns ../shared/ref/quant, or skips the test when it is absent.
 func refDir(t testing.TB) string {
 	t.Helper()
-	ref := filepath.Join(moduleRoot(t), "..", "shared", "ref", "quant")
-	if _, err := os.Stat(filepath.Join(ref, "normal.f32")); err != nil {
-		t.Skipf("ggml reference vectors not available (%v): they live in ../shared/ref/quant beside the repository", err)
-	}
-	return ref
+	return filepath.Dir(refdata.Path(t, "ref", "quant", "normal.f32"))
 }
 
 func mustContain(t testing.TB, s string, parts ...string) {

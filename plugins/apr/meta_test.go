@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -245,27 +246,6 @@ func TestHFMetadataAndTokenizer(t *testing.T) {
 	}
 }
 
-// sharedDir returns ../shared relative to the module root, or skips.
-func sharedDir(t *testing.T, sub string) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("reference data %s is absent: %v", p, err)
-	}
-	return p
-}
-
 // Real tokenizers (../shared/tokref) go through sdk/tokenizer: the
 // vocabulary, the pre-tokenizer's name, special ids and chat template.
 func TestRealTokenizers(t *testing.T) {
@@ -280,7 +260,7 @@ func TestRealTokenizers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {
-			dir := sharedDir(t, filepath.Join("tokref", c.dir))
+			dir := refdata.Path(t, "tokref", c.dir)
 			tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 			if err != nil {
 				t.Fatal(err)

@@ -6,37 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-// tokrefDir returns ../shared/tokref relative to the module root, or skips.
-func tokrefDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory, so no ../shared")
-		}
-		dir = parent
-	}
-	ref := filepath.Join(dir, "..", "shared", "tokref")
-	if _, err := os.Stat(ref); err != nil {
-		t.Skipf("reference renders not available (%s is absent): skipping", ref)
-	}
-	return ref
-}
+	"github.com/sluice-ml/sluice/internal/refdata"
+)
 
 // TestReferenceRenders renders every conversation of the reference
 // chat_template.jsonl files with the checkpoint's own template and compares
 // the text exactly.
 func TestReferenceRenders(t *testing.T) {
-	ref := tokrefDir(t)
+	ref := refdata.Path(t, "tokref")
 	folders, _ := filepath.Glob(filepath.Join(ref, "*", "chat_template.jsonl"))
 	if len(folders) == 0 {
 		t.Skip("no chat_template.jsonl under " + ref)

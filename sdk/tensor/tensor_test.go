@@ -4,33 +4,13 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/sluice-ml/sluice/internal/refdata"
 )
 
-// sharedDir finds ../shared from the module root, or skips.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("../shared is absent (%v): the ggml reference data is not available here", err)
-	}
-	return shared
-}
-
 func TestRegistryMatchesGGMLTypeTable(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "ref", "gguf", "types.json"))
+	b, err := os.ReadFile(refdata.Path(t, "ref", "gguf", "types.json"))
 	if err != nil {
 		t.Skipf("types.json unavailable: %v", err)
 	}

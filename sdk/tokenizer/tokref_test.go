@@ -9,31 +9,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-)
 
-// sharedDir returns ../shared relative to the module root, or skips the test.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory, so no ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "tokref")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("reference vectors not available (%s is absent): skipping", shared)
-	}
-	return shared
-}
+	"github.com/sluice-ml/sluice/internal/refdata"
+)
 
 type vector struct {
 	ID                 int      `json:"id"`
@@ -76,7 +54,7 @@ var refCache sync.Map // folder → refFiles
 
 func readRef(t testing.TB, name string) (refFiles, string) {
 	t.Helper()
-	dir := filepath.Join(sharedDir(t), name)
+	dir := filepath.Join(refdata.Path(t, "tokref"), name)
 	if v, ok := refCache.Load(dir); ok {
 		return v.(refFiles), dir
 	}
