@@ -271,3 +271,108 @@ TEXT ·mxfp4CodesSSE2(SB), NOSPLIT, $32-28
 	POR    X11, X8
 	MOVOU  X8, 0(DI)
 	RET
+
+// TRITS(R): R holds 16 bytes b; writes the 16 values
+// float32(int((uint8(b·mul)·3) >> 8) - 1)·d to (DI) and advances DI.
+// X12 = multiplier words, X13 = 0x00FF words, X14 = 3 words, X11 = 1 dwords,
+// X15 = d, X10 = 0.
+#define TRITS(R) \
+	MOVO   R, X1; \
+	PUNPCKLBW X10, X1; \
+	MOVO   R, X2; \
+	PUNPCKHBW X10, X2; \
+	PMULLW X12, X1; \
+	PMULLW X12, X2; \
+	PAND   X13, X1; \
+	PAND   X13, X2; \
+	PMULLW X14, X1; \
+	PMULLW X14, X2; \
+	PSRLW  $8, X1; \
+	PSRLW  $8, X2; \
+	MOVO   X1, X3; \
+	PUNPCKLWL X10, X1; \
+	PUNPCKHWL X10, X3; \
+	MOVO   X2, X4; \
+	PUNPCKLWL X10, X2; \
+	PUNPCKHWL X10, X4; \
+	PSUBL  X11, X1; \
+	PSUBL  X11, X3; \
+	PSUBL  X11, X2; \
+	PSUBL  X11, X4; \
+	CVTPL2PS X1, X1; \
+	CVTPL2PS X3, X3; \
+	CVTPL2PS X2, X2; \
+	CVTPL2PS X4, X4; \
+	MULPS  X15, X1; \
+	MULPS  X15, X3; \
+	MULPS  X15, X2; \
+	MULPS  X15, X4; \
+	MOVUPS X1, 0(DI); \
+	MOVUPS X3, 16(DI); \
+	MOVUPS X2, 32(DI); \
+	MOVUPS X4, 48(DI); \
+	ADDQ   $64, DI
+
+// func tq1BlockSSE2(dst *float32, b *byte, d float32)
+// The 256 elements of a tq1_0 block: trit n (0..4) of bytes 0..31, of
+// bytes 32..47, then trit n (0..3) of bytes 48..51, as decodeTQ1_0 extracts
+// them (tritAt).
+TEXT ·tq1BlockSSE2(SB), NOSPLIT, $0-20
+	MOVQ   dst+0(FP), DI
+	MOVQ   b+8(FP), SI
+	MOVSS  d+16(FP), X15
+	SHUFPS $0, X15, X15
+	PXOR   X10, X10
+	MOVL   $0x00010001, AX
+	MOVL   AX, X11
+	PSHUFL $0, X11, X11
+	MOVO   X11, X12             // multiplier 1 (words)
+	PUNPCKLWL X10, X11          // 1 as dwords
+	MOVL   $0x00FF00FF, AX
+	MOVL   AX, X13
+	PSHUFL $0, X13, X13
+	MOVL   $0x00030003, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	MOVOU  0(SI), X8
+	MOVOU  16(SI), X9
+	MOVOU  32(SI), X0
+	MOVO   X0, X7
+	MOVQ   $5, CX
+t1loop:
+	TRITS(X8)
+	TRITS(X9)
+	PMULLW X14, X12
+	DECQ   CX
+	JNZ    t1loop
+	MOVO   X14, X12
+	PSRLW  $1, X12              // back to 1: 3 >> 1
+	MOVQ   $5, CX
+t2loop:
+	TRITS(X7)
+	PMULLW X14, X12
+	DECQ   CX
+	JNZ    t2loop
+	// Bytes 48..51, trits 0..3: element 240 + 4n + j.
+	MOVO   X14, X12
+	PSRLW  $1, X12
+	MOVL   48(SI), AX
+	MOVL   AX, X7
+	PUNPCKLBW X10, X7
+	MOVQ   $4, CX
+t3loop:
+	MOVO   X7, X1
+	PMULLW X12, X1
+	PAND   X13, X1
+	PMULLW X14, X1
+	PSRLW  $8, X1
+	PUNPCKLWL X10, X1
+	PSUBL  X11, X1
+	CVTPL2PS X1, X1
+	MULPS  X15, X1
+	MOVUPS X1, 0(DI)
+	ADDQ   $16, DI
+	PMULLW X14, X12
+	DECQ   CX
+	JNZ    t3loop
+	RET

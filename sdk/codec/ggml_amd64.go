@@ -82,3 +82,8 @@ func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
 //
 //go:noescape
 func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32)
+
+// tq1BlockSSE2 decodes the tq1_0 block b (54 bytes, scale d) to dst[:256].
+//
+//go:noescape
+func tq1BlockSSE2(dst *float32, b *byte, d float32)

@@ -59,3 +59,7 @@ func q8BlocksSSE2(dst *float32, src *byte, ds *float32, n int) {
 func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func tq1BlockSSE2(dst *float32, b *byte, d float32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

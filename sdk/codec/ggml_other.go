@@ -86,6 +86,11 @@ func decodeTQ1_0(dst []float32, src []byte) {
 		b := src[:54]
 		y := dst[:256]
 		d := getF16(b[52:])
+		if useSSE2 {
+			tq1BlockSSE2(&y[0], &b[0], d)
+			dst, src = dst[256:], src[54:]
+			continue
+		}
 		k := 0
 		for n := range 5 {
 			for m := range 32 {

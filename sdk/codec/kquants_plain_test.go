@@ -601,3 +601,45 @@ func TestDecodeQ8_0MatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeTQ1_0MatchesPlain compares decodeTQ1_0 (its SSE2 kernel where
+// there is one) with the scalar trit extraction on random blocks.
+func TestDecodeTQ1_0MatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	const nb = 50
+	src := make([]byte, 54*nb)
+	got := make([]float32, 256*nb)
+	for iter := 0; iter < 100; iter++ {
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		decodeTQ1_0(got, src)
+		for bi := range nb {
+			b := src[54*bi:]
+			d := getF16(b[52:])
+			y := got[256*bi:]
+			k := 0
+			check := func(v float32) {
+				if !sameFloat(y[k], v) {
+					t.Fatalf("block %d element %d: %#08x, want %#08x", bi, k, math.Float32bits(y[k]), math.Float32bits(v))
+				}
+				k++
+			}
+			for n := range 5 {
+				for m := range 32 {
+					check(tritAt(b[m], n) * d)
+				}
+			}
+			for n := range 5 {
+				for m := range 16 {
+					check(tritAt(b[32+m], n) * d)
+				}
+			}
+			for n := range 4 {
+				for j := range 4 {
+					check(tritAt(b[48+j], n) * d)
+				}
+			}
+		}
+	}
+}
