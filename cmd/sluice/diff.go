@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -387,7 +388,7 @@ func (r *diffReport) judge(df diffFlags) {
 		}
 		tfail := func(format string, args ...any) { d.Failed = append(d.Failed, fmt.Sprintf(format, args...)) }
 		switch {
-		case !d.Compared && !equalShape(squeeze(d.ShapeA), squeeze(d.ShapeB)):
+		case !d.Compared && !slices.Equal(squeeze(d.ShapeA), squeeze(d.ShapeB)):
 			tfail("%s", d.Reason)
 		case !d.Compared && !d.Identical && (thresholds || df.strict):
 			tfail("%s, so the values cannot be checked", d.Reason)
@@ -534,18 +535,6 @@ func squeeze(s []uint64) []uint64 {
 	return out
 }
 
-func equalShape(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // comparer holds one worker's buffers.
 type comparer struct {
 	fa, fb []float32
@@ -557,7 +546,7 @@ func newComparer() *comparer {
 
 // compare streams both tensors and fills d.
 func (c *comparer) compare(ctx context.Context, ca, cb *checkpoint, ta, tb *tensor.TensorInfo, d *diffTensor, prog *progress) error {
-	if !equalShape(squeeze(ta.Shape), squeeze(tb.Shape)) {
+	if !slices.Equal(squeeze(ta.Shape), squeeze(tb.Shape)) {
 		d.Reason = fmt.Sprintf("shape %s → %s", shapeText(ta.Shape), shapeText(tb.Shape))
 		prog.Advance(ta.Size + tb.Size)
 		return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestQ4KnownBytes(t *testing.T) {
 		t.Fatalf("EncodeQ4 = % x\nwant % x", got, want)
 	}
 	vals, err := DecodeQ4(got, 6)
-	if err != nil || !equalF32(vals, []float32{7, -7, 4, -4, 0, 1}) {
+	if err != nil || !slices.Equal(vals, []float32{7, -7, 4, -4, 0, 1}) {
 		t.Errorf("DecodeQ4 = %v %v", vals, err)
 	}
 	// 33 elements: two blocks, the second padded.
@@ -111,18 +112,6 @@ func TestAPRQuantBounds(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // lz4Inputs covers chunk boundaries, incompressible runs longer than a

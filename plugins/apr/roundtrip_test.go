@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -64,7 +65,7 @@ func checkReader(t *testing.T, r *Reader, mo *model) {
 		if !ok {
 			t.Fatalf("tensor %q missing", want.Name)
 		}
-		if got.DType != want.DType || !equalShape(got.Shape, want.Shape) || got.RawSize != want.Size {
+		if got.DType != want.DType || !slices.Equal(got.Shape, want.Shape) || got.RawSize != want.Size {
 			t.Errorf("%s: read %s %v %d, wrote %s %v %d", want.Name, got.DType, got.Shape, got.RawSize, want.DType, want.Shape, want.Size)
 		}
 		rc, err := r.Open(got)
@@ -80,18 +81,6 @@ func checkReader(t *testing.T, r *Reader, mo *model) {
 			t.Errorf("%s: bytes differ after the round trip", want.Name)
 		}
 	}
-}
-
-func equalShape(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FALSIFY-FMT-002: serialize → deserialize gives bitwise identical

@@ -686,12 +686,8 @@ func (s *Sink) abortLocked() error {
 	s.finished = true
 	var first error
 	for _, f := range s.files {
-		for _, af := range []*atomicfile.File{f.out, f.spool} {
-			if af != nil {
-				if err := af.Abort(); err != nil && first == nil {
-					first = err
-				}
-			}
+		if err := atomicfile.AbortAll(f.out, f.spool); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sluice-ml/sluice/sdk/plugin"
@@ -175,7 +176,7 @@ func TestNoTranspose(t *testing.T) {
 	defer r.Close()
 	rc, _ := r.Open(&r.Tensors[0])
 	got, _ := io.ReadAll(rc)
-	if !equalShape(r.Tensors[0].Shape, []uint64{2, 3}) || !bytes.Equal(got, b) {
+	if !slices.Equal(r.Tensors[0].Shape, []uint64{2, 3}) || !bytes.Equal(got, b) {
 		t.Errorf("shape %v bytes %x", r.Tensors[0].Shape, got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -218,10 +219,10 @@ func (f *file) parseMetadata() error {
 		if codes == nil || scales == nil {
 			return &binio.FormatError{File: f.path, Offset: 8, Tensor: name, Msg: fmt.Sprintf("QTensor needs the tensors %q and %q in the table", name, name+ScaleSuffix)}
 		}
-		if codes.DType != q.Format().CodeDType || !equalDims(codes.Shape, q.CodesShape()) {
+		if codes.DType != q.Format().CodeDType || !slices.Equal(codes.Shape, q.CodesShape()) {
 			return &binio.FormatError{File: f.path, Offset: 8, Tensor: name, Msg: fmt.Sprintf("%s codes must be %s %v, the table says %s %v", e.Format, q.Format().CodeDType, q.CodesShape(), codes.DType, codes.Shape)}
 		}
-		if scales.DType != tensor.F32 || !equalDims(scales.Shape, q.ScaleShape()) {
+		if scales.DType != tensor.F32 || !slices.Equal(scales.Shape, q.ScaleShape()) {
 			return &binio.FormatError{File: f.path, Offset: 8, Tensor: name, Msg: fmt.Sprintf("scales must be f32 %v, the table says %s %v", q.ScaleShape(), scales.DType, scales.Shape)}
 		}
 		if f.companions[name] || f.companions[name+ScaleSuffix] {

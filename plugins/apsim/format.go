@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -123,7 +124,7 @@ func (e *qtensorEntry) qtensor() (*codec.QTensor, error) {
 	if e.ScaleDType != "F32" {
 		return nil, fmt.Errorf("scale_dtype %q (only F32)", e.ScaleDType)
 	}
-	if !equalDims(e.ScaleShape, q.ScaleShape()) {
+	if !slices.Equal(e.ScaleShape, q.ScaleShape()) {
 		return nil, fmt.Errorf("scale_shape %v, but its shape and scaling give %v", e.ScaleShape, q.ScaleShape())
 	}
 	if e.Unit != nil {
@@ -132,18 +133,6 @@ func (e *qtensorEntry) qtensor() (*codec.QTensor, error) {
 		}
 	}
 	return q, nil
-}
-
-func equalDims(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // canonicalUnit checks that s is a JSON array of at most maxUnitDims numbers

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sluice-ml/sluice/sdk/codec"
@@ -232,7 +233,7 @@ func sameCheckpoint(t *testing.T, got, want *ckptData) {
 			t.Errorf("tensor %q is missing", w.Name)
 			continue
 		}
-		if g.DType != w.DType || !equalDims(g.Shape, w.Shape) || g.Size != w.Size {
+		if g.DType != w.DType || !slices.Equal(g.Shape, w.Shape) || g.Size != w.Size {
 			t.Errorf("tensor %q: %s %v %d bytes, want %s %v %d", w.Name, g.DType, g.Shape, g.Size, w.DType, w.Shape, w.Size)
 		}
 		wa := map[string]string{}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -154,7 +155,7 @@ func TestReadableAsPlainSafetensors(t *testing.T) {
 		// A QTensor: codes under its name, scales under NAME__qscale.
 		q, _ := codec.QTensorOf(&ti)
 		codes, scales := entries[ti.Name], entries[ti.Name+"__qscale"]
-		if scales.DType != "F32" || !equalDims(scales.Shape, q.ScaleShape()) || !equalDims(codes.Shape, q.CodesShape()) {
+		if scales.DType != "F32" || !slices.Equal(scales.Shape, q.ScaleShape()) || !slices.Equal(codes.Shape, q.CodesShape()) {
 			t.Errorf("tensor %q: codes %+v, scales %+v", ti.Name, codes, scales)
 		}
 		flow := append(append([]byte{}, data[ti.Name+"__qscale"]...), data[ti.Name]...)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,7 +299,7 @@ func TestLlama3RopeFreqs(t *testing.T) {
 	}
 	f := mustOpen(t, out)
 	rf := &f.Tensors[0]
-	if rf.Name != "rope_freqs.weight" || rf.DType != tensor.F32 || !equalShape(rf.Shape(), []uint64{8}) {
+	if rf.Name != "rope_freqs.weight" || rf.DType != tensor.F32 || !slices.Equal(rf.Shape(), []uint64{8}) {
 		t.Fatalf("first tensor %s %s %v, want rope_freqs.weight f32 [8]", rf.Name, rf.DType, rf.Shape())
 	}
 	if _, ok := f.Metadata.Get("llama.rope.scaling.type"); ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func FuzzNewFile(f *testing.F) {
 		}
 		for i := range back.Tensors {
 			a, b := &back.Tensors[i], &file.Tensors[i]
-			if a.Name != b.Name || a.DType != b.DType || !equalShape(a.Shape(), b.Shape()) || a.Offset != b.Offset || a.Size != b.Size {
+			if a.Name != b.Name || a.DType != b.DType || !slices.Equal(a.Shape(), b.Shape()) || a.Offset != b.Offset || a.Size != b.Size {
 				t.Fatalf("tensor %d changed in a round trip: %+v vs %+v", i, a, b)
 			}
 		}

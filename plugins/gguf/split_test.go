@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,7 +89,7 @@ func TestSplitSetWriteAndRead(t *testing.T) {
 			t.Fatalf("from %s: %d tensors", filepath.Base(p), len(got.Tensors))
 		}
 		for i, ti := range got.Tensors {
-			if ti.Name != m.Tensors[i].Name || ti.DType != m.Tensors[i].DType || !equalShape(ti.Shape, m.Tensors[i].Shape) {
+			if ti.Name != m.Tensors[i].Name || ti.DType != m.Tensors[i].DType || !slices.Equal(ti.Shape, m.Tensors[i].Shape) {
 				t.Errorf("tensor %d: %s %s %v", i, ti.Name, ti.DType, ti.Shape)
 			}
 			rc, _ := src.Open(context.Background(), ti.Name)
@@ -108,18 +109,6 @@ func TestSplitSetWriteAndRead(t *testing.T) {
 	if len(f.Tensors) != 5 || f.Metadata.Len() != 2 {
 		t.Errorf("merged: %d tensors, keys %v", len(f.Tensors), f.Metadata.Keys())
 	}
-}
-
-func equalShape(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSplitSetAlignmentInEveryShard(t *testing.T) {

@@ -413,11 +413,5 @@ func (s *Sink) Abort(ctx context.Context) error {
 }
 
 func (s *Sink) abortLocked() error {
-	var first error
-	for _, f := range s.files {
-		if err := f.Abort(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return atomicfile.AbortAll(s.files...)
 }

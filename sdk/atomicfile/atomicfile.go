@@ -197,6 +197,21 @@ func (f *File) Abort() error {
 	return nil
 }
 
+// AbortAll aborts every file, nil ones skipped, and returns the first error.
+// A sink's Abort uses it to remove all its outputs even when one fails.
+func AbortAll(files ...*File) error {
+	var first error
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		if err := f.Abort(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 func wrapNoSpace(path string, err error) error {
 	if IsNoSpace(err) {
 		return &NoSpaceError{Path: path, Err: err}

@@ -72,3 +72,21 @@ func TestCleanStaleRemovesDeadProcessesFilesOnly(t *testing.T) {
 		t.Fatalf("a live process's temp file was removed: %v", err)
 	}
 }
+
+func TestAbortAllRemovesEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	var files []*File
+	for _, name := range []string{"a.bin", "b.bin"} {
+		f, err := Create(filepath.Join(dir, name), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if err := AbortAll(files[0], nil, files[1]); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%d files left after AbortAll", len(entries))
+	}
+}

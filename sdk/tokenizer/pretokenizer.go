@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -464,7 +465,7 @@ func matchPreTokenizer(regexes []string, ignoreMerges bool) *preTokenizerSpec {
 	var found *preTokenizerSpec
 	for i := range preTokenizerSpecs {
 		s := &preTokenizerSpecs[i]
-		if s.names[0] == "default" || !equalStrings(s.regexes, regexes) {
+		if s.names[0] == "default" || !slices.Equal(s.regexes, regexes) {
 			continue
 		}
 		if s.ignoreMerges == ignoreMerges {
@@ -475,16 +476,4 @@ func matchPreTokenizer(regexes []string, ignoreMerges bool) *preTokenizerSpec {
 		}
 	}
 	return found
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
