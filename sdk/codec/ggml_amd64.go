@@ -87,3 +87,8 @@ func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32)
 //
 //go:noescape
 func tq1BlockSSE2(dst *float32, b *byte, d float32)
+
+// q3Search8SSE2 is q3Search4SSE2 for two quads at once.
+//
+//go:noescape
+func q3Search8SSE2(a, b *quads, start float32, rounds int, lo, hi int32)

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -433,9 +434,8 @@ func encodeQ3_K(dst []byte, src []float32) {
 		x := src[:256]
 		y := dst[:110]
 		var maxScale, amax float32
-		for j := 0; j < 16; j += 4 {
-			makeQ3Quants4x4(x[16*j:16*j+64], L[16*j:16*j+64], scales[j:j+4])
-		}
+		makeQ3Quants4x8(x[:128], L[:128], scales[:8])
+		makeQ3Quants4x8(x[128:], L[128:], scales[8:])
 		for _, s := range scales {
 			if a := fabs(s); a > amax {
 				amax, maxScale = a, s
@@ -468,24 +468,34 @@ func encodeQ3_K(dst []byte, src []float32) {
 			}
 			divRound(L[16*j:16*j+16], x[16*j:16*j+16], d, -4, 3, 4)
 		}
-		// Bit 2 of element 32k+m goes to bit k of hmask[m].
-		hmask := y[:32]
-		clear(hmask)
-		for k := range 8 {
-			lk := L[32*k : 32*k+32]
-			for m := range hmask {
-				l := uint8(lk[m])
-				hmask[m] |= (l >> 2) << k
-				lk[m] = int8(l & 3)
-			}
-		}
-		qs := y[32:96]
-		for j := 0; j < 256; j += 128 {
-			for l := range 32 {
-				qs[j/4+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<2 | uint8(L[j+l+64])<<4 | uint8(L[j+l+96])<<6
-			}
-		}
+		packQ3(y[:96], &L)
 		src, dst = src[256:], dst[110:]
+	}
+}
+
+// packQ3 writes hmask (y[:32]) and qs (y[32:96]) of q3_K from the levels
+// 0..7 in L: bit 2 of element 32k+m is bit k of hmask[m], and qs[32h+m]
+// holds the low two bits of elements 128h+m, +32, +64, +96 from bit 0 up.
+// Eight elements at a time, as the bytes of a uint64.
+func packQ3(y []byte, L *[256]int8) {
+	y = y[:96]
+	b := (*[256]byte)(unsafe.Pointer(L))
+	const ones, threes = 0x0101010101010101, 0x0303030303030303
+	for m := 0; m < 32; m += 8 {
+		var u [8]uint64
+		var h uint64
+		for k := range u {
+			u[k] = binary.LittleEndian.Uint64(b[32*k+m:])
+			h |= (u[k] >> 2 & ones) << k
+		}
+		binary.LittleEndian.PutUint64(y[m:], h)
+		for half := range 2 {
+			var q uint64
+			for t := range 4 {
+				q |= (u[4*half+t] & threes) << (2 * t)
+			}
+			binary.LittleEndian.PutUint64(y[32+32*half+m:], q)
+		}
 	}
 }
 

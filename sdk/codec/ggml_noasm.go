@@ -63,3 +63,7 @@ func mxfp4CodesSSE2(q *byte, x *float32, e, pre, inv float32) {
 func tq1BlockSSE2(dst *float32, b *byte, d float32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func q3Search8SSE2(a, b *quads, start float32, rounds int, lo, hi int32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

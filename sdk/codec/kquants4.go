@@ -134,3 +134,19 @@ func divRoundGo(L []int8, x []float32, d float32, lo, hi, off int32) {
 		L[i] = int8(clampI32(nearestInt(v/d), lo, hi) + off)
 	}
 }
+
+// makeQ3Quants4x8 is makeQ3Quants(4, ·) for eight consecutive groups of 16
+// in x, writing levels to L[:128] and scales to scales[:8]. The SSE2 kernel
+// runs two quads at once.
+func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
+	if !useSSE2 {
+		makeQ3Quants4x4(x[:64], L[:64], scales[:4])
+		makeQ3Quants4x4(x[64:128], L[64:128], scales[4:8])
+		return
+	}
+	var a, b quads
+	za, zb := a.load(x[:64]), b.load(x[64:128])
+	q3Search8SSE2(&a, &b, -4, 5, -4, 3)
+	a.store(za, 4, L[:64], scales[:4])
+	b.store(zb, 4, L[64:128], scales[4:8])
+}

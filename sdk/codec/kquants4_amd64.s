@@ -379,3 +379,166 @@ TEXT ·divRoundSSE2(SB), NOSPLIT, $0-32
 	PACKSSWB X11, X1
 	MOVOU  X1, (DI)
 	RET
+
+// The eight-group q3 kernel keeps its constants in 16-byte aligned stack
+// memory at R9 (magic, mantissa mask, 0x400000, lo, hi) so that two quads'
+// sums fit in the registers: the two quads' chains are independent, so the
+// CPU overlaps them.
+#define MROUNDCLAMP(R, T1, T2) \
+	ADDPS  0(R9), R; \
+	PAND   16(R9), R; \
+	PSUBL  32(R9), R; \
+	MOVO   48(R9), T1; \
+	PCMPGTL R, T1; \
+	MOVO   T1, T2; \
+	PAND   48(R9), T2; \
+	PANDN  R, T1; \
+	POR    T2, T1; \
+	MOVO   T1, R; \
+	PCMPGTL 64(R9), T1; \
+	MOVO   T1, T2; \
+	PAND   64(R9), T2; \
+	PANDN  R, T1; \
+	POR    T2, T1; \
+	CVTPL2PS T1, R
+
+#define MLEVEL(off, B, S1, S2) \
+	MOVUPS (QX+off)(B), X8; \
+	MULPS  X0, X8; \
+	MROUNDCLAMP(X8, X9, X10); \
+	MOVUPS X8, (QL+off)(B); \
+	MOVUPS (QWX+off)(B), X9; \
+	MULPS  X8, X9; \
+	ADDPS  X9, S1; \
+	MOVUPS (QW+off)(B), X10; \
+	MULPS  X8, X10; \
+	MULPS  X8, X10; \
+	ADDPS  X10, S2
+
+#define MLEVELS(B, S1, S2) \
+	MOVUPS QMX(B), X9; \
+	MOVAPS X7, X0; \
+	DIVPS  X9, X0; \
+	XORPS  S1, S1; \
+	XORPS  S2, S2; \
+	MLEVEL(0, B, S1, S2); MLEVEL(16, B, S1, S2); MLEVEL(32, B, S1, S2); MLEVEL(48, B, S1, S2); \
+	MLEVEL(64, B, S1, S2); MLEVEL(80, B, S1, S2); MLEVEL(96, B, S1, S2); MLEVEL(112, B, S1, S2); \
+	MLEVEL(128, B, S1, S2); MLEVEL(144, B, S1, S2); MLEVEL(160, B, S1, S2); MLEVEL(176, B, S1, S2); \
+	MLEVEL(192, B, S1, S2); MLEVEL(208, B, S1, S2); MLEVEL(224, B, S1, S2); MLEVEL(240, B, S1, S2)
+
+// GREEDY with base register B, sums S1 (sumlx) and S2 (suml2).
+#define MGREEDY(off, B, S1, S2) \
+	MOVUPS (QL+off)(B), X8; \
+	MOVUPS (QWX+off)(B), X9; \
+	MULPS  X8, X9; \
+	MOVAPS S1, X10; \
+	SUBPS  X9, X10; \
+	XORPS  X11, X11; \
+	CMPPS  X10, X11, $1; \
+	MOVUPS (QW+off)(B), X12; \
+	MULPS  X8, X12; \
+	MULPS  X8, X12; \
+	MOVAPS S2, X13; \
+	SUBPS  X12, X13; \
+	MOVUPS (QX+off)(B), X14; \
+	MULPS  X13, X14; \
+	DIVPS  X10, X14; \
+	MROUNDCLAMP(X14, X9, X12); \
+	MOVAPS X14, X15; \
+	CMPPS  X8, X15, $4; \
+	ANDPS  X15, X11; \
+	MOVUPS (QWX+off)(B), X9; \
+	MULPS  X14, X9; \
+	ADDPS  X9, X10; \
+	MOVUPS (QW+off)(B), X12; \
+	MULPS  X14, X12; \
+	MULPS  X14, X12; \
+	ADDPS  X12, X13; \
+	XORPS  X9, X9; \
+	CMPPS  X13, X9, $1; \
+	ANDPS  X9, X11; \
+	MOVAPS X10, X9; \
+	MULPS  X10, X9; \
+	MULPS  S2, X9; \
+	MOVAPS S1, X12; \
+	MULPS  S1, X12; \
+	MULPS  X13, X12; \
+	CMPPS  X9, X12, $1; \
+	ANDPS  X12, X11; \
+	ORPS   X11, X0; \
+	XORPS  X8, X14; \
+	ANDPS  X11, X14; \
+	XORPS  X14, X8; \
+	MOVUPS X8, (QL+off)(B); \
+	XORPS  S1, X10; \
+	ANDPS  X11, X10; \
+	XORPS  X10, S1; \
+	XORPS  S2, X13; \
+	ANDPS  X11, X13; \
+	XORPS  X13, S2
+
+#define G2(off) \
+	MGREEDY(off, DI, X1, X2); \
+	MGREEDY(off, SI, X3, X4)
+
+#define MFINAL(B, S1, S2) \
+	MOVAPS S1, X9; \
+	DIVPS  S2, X9; \
+	XORPS  X10, X10; \
+	CMPPS  S2, X10, $1; \
+	ANDPS  X10, X9; \
+	MOVUPS X9, QSCALE(B)
+
+// func q3Search8SSE2(a, b *quads, start float32, rounds int, lo, hi int32)
+// q3Search4SSE2 for the quads a and b at once; rounds continue until
+// neither changes (extra rounds change nothing in a lane that has settled).
+TEXT ·q3Search8SSE2(SB), NOSPLIT, $96-40
+	MOVQ   a+0(FP), DI
+	MOVQ   b+8(FP), SI
+	MOVQ   rounds+24(FP), CX
+	LEAQ   c-96(SP), R9
+	ADDQ   $15, R9
+	ANDQ   $~15, R9
+	MOVL   $0x4B400000, AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+	MOVO   X8, 0(R9)
+	MOVL   $0x007FFFFF, AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+	MOVO   X8, 16(R9)
+	MOVL   $0x00400000, AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+	MOVO   X8, 32(R9)
+	MOVL   lo+32(FP), AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+	MOVO   X8, 48(R9)
+	MOVL   hi+36(FP), AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+	MOVO   X8, 64(R9)
+	MOVSS  start+16(FP), X7
+	SHUFPS $0, X7, X7
+	MLEVELS(DI, X1, X2)
+	MLEVELS(SI, X3, X4)
+	TESTQ  CX, CX
+	JLE    final8
+
+round8:
+	XORPS  X0, X0
+	G2(0); G2(16); G2(32); G2(48)
+	G2(64); G2(80); G2(96); G2(112)
+	G2(128); G2(144); G2(160); G2(176)
+	G2(192); G2(208); G2(224); G2(240)
+	MOVMSKPS X0, AX
+	TESTL  AX, AX
+	JZ     final8
+	DECQ   CX
+	JNZ    round8
+
+final8:
+	MFINAL(DI, X1, X2)
+	MFINAL(SI, X3, X4)
+	RET

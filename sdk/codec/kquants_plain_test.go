@@ -643,3 +643,31 @@ func TestDecodeTQ1_0MatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestQ3Search8MatchesScalar checks the two-quad q3_K search against the
+// literal transliteration, group by group.
+func TestQ3Search8MatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	var x [128]float32
+	var l1, l2 [128]int8
+	var s1, s2 [8]float32
+	for iter := 0; iter < 10000; iter++ {
+		for g := range 8 {
+			adversarialBlock(r, x[16*g:16*g+16])
+			if r.IntN(16) == 0 {
+				for i := 16 * g; i < 16*g+16; i++ {
+					x[i] *= 1e-16
+				}
+			}
+		}
+		makeQ3Quants4x8(x[:], l1[:], s1[:])
+		for g := range 8 {
+			s2[g] = makeQ3QuantsPlain(4, x[16*g:16*g+16], l2[16*g:16*g+16])
+		}
+		for g := range 8 {
+			if !sameFloat(s1[g], s2[g]) || [16]int8(l1[16*g:]) != [16]int8(l2[16*g:]) {
+				t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, x[16*g:16*g+16], s1[g], l1[16*g:16*g+16], s2[g], l2[16*g:16*g+16])
+			}
+		}
+	}
+}
