@@ -22,26 +22,23 @@ TEXT ·bf16FromF32SSE2(SB), NOSPLIT, $0-24
 	SHRQ   $4, CX
 	JZ     bdone
 	BROADCAST(0x7FFF, X10)
-	BROADCAST(1, X11)
-	BROADCAST(0x7FFFFFFF, X12)
-	BROADCAST(0x7F800000, X13)
-	BROADCAST(0x40, X14)
+	BROADCAST(0x400000, X14)     // 0x40 in the upper half
 
+// The rounded value is computed in the upper half of each dword and moved
+// down with an arithmetic shift, ready for PACKSSLW (which saturates signed
+// words, so the halves must come sign-extended).
 #define BF16(R) \
 	MOVO   R, X4; \
-	PSRLL  $16, X4; \
-	MOVO   X4, X5; \
-	PAND   X11, X5; \
-	PADDL  R, X5; \
-	PADDL  X10, X5; \
-	PSRLL  $16, X5; \
-	POR    X14, X4; \
-	PAND   X12, R; \
-	PCMPGTL X13, R; \
-	PAND   R, X4; \
-	PANDN  X5, R; \
-	POR    X4, R; \
-	PSLLL  $16, R; \
+	PSLLL  $15, X4; \
+	PSRLL  $31, X4; \
+	PADDL  R, X4; \
+	PADDL  X10, X4; \
+	MOVO   R, X5; \
+	CMPPS  R, X5, $3; \
+	POR    X14, R; \
+	PAND   X5, R; \
+	PANDN  X4, X5; \
+	POR    X5, R; \
 	PSRAL  $16, R
 
 bloop:
