@@ -78,6 +78,8 @@ var (
 	dqK3 [8]*dqParams
 	// tq2_0: 2-bit field at shift 2l, minus 1
 	dqT2 [4]*dqParams
+	// q6_K: nibble t/2 of ql plus bits 2t, 2t+1 of qh as bits 4, 5, minus 32
+	dqK6 [4]*dqParams
 )
 
 func init() {
@@ -86,6 +88,9 @@ func init() {
 		dqK5Hi[j] = dqp(4, 0xf, uint8(2*j+1), 1, 4, 0, 0, 1)
 		dqK2[j] = dqp(uint8(2*j), 3, 0, 0, 0, 0, 0, 1)
 		dqT2[j] = dqp(uint8(2*j), 3, 0, 0, 0, 0, 1, 0)
+	}
+	for t := range 4 {
+		dqK6[t] = dqp(uint8(4*(t/2)), 0xf, uint8(2*t), 3, 4, 0, 32, 0)
 	}
 	for k := range 8 {
 		dqK3[k] = dqp(uint8(2*(k%4)), 3, uint8(k), 1, 2, 0, 4, 0)

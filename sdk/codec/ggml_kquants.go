@@ -767,6 +767,17 @@ func decodeQ6_K(dst []float32, src []byte) {
 			qh := b[128+32*n : 128+32*n+32]
 			sc := b[192+8*n : 192+8*n+8]
 			out := y[128*n : 128*n+128]
+			if useSSE2 {
+				// Element 32t+l: nibble t/2 of ql[l+32(t%2)], bits 2t, 2t+1 of qh[l].
+				for t := range 4 {
+					q := ql[32*(t%2) : 32*(t%2)+32]
+					for h := range 2 {
+						dl := float32(d * float32(int8(sc[h+2*t])))
+						dq(out[32*t+16*h:32*t+16*h+16], q[16*h:16*h+16], qh[16*h:16*h+16], dqK6[t], dl, 0)
+					}
+				}
+				continue
+			}
 			for l := range 32 {
 				is := l / 16
 				q1 := int8(ql[l]&0xf|(qh[l]&3)<<4) - 32

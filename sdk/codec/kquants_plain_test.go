@@ -557,6 +557,7 @@ func TestDequantKernelMatchesGo(t *testing.T) {
 	ps = append(ps, dqK2[:]...)
 	ps = append(ps, dqK3[:]...)
 	ps = append(ps, dqT2[:]...)
+	ps = append(ps, dqK6[:]...)
 	r := rand.New(rand.NewPCG(15, 16))
 	var b, h [32]byte
 	var ya, yb [32]float32
