@@ -238,17 +238,9 @@ func (a *app) runPipeline(ctx context.Context, path string, vf varFlags) error {
 }
 
 func (a *app) execute(ctx context.Context, pr *prepared) error {
-	prog := a.newProgress()
-	res, err := run.Execute(ctx, pr.pl, run.Options{
-		Arena:      pr.arena,
-		HeapBudget: pr.heap,
-		Workers:    a.workerCount(),
-		Sources:    pr.sess.Env.Sources,
-		Progress:   prog,
-	})
-	prog.finish(err == nil)
+	res, err := a.runPlan(ctx, pr, pr.pl)
 	if err != nil {
-		return a.reportStageError(pr.p, err)
+		return err
 	}
 	if a.json {
 		return writeJSON(a.stdout, resultJSON(res))
@@ -261,6 +253,24 @@ func (a *app) execute(ctx context.Context, pr *prepared) error {
 		}
 	}
 	return nil
+}
+
+// runPlan executes pl (pr's plan or a part of it) with pr's arena, heap
+// budget and sources, showing progress; a failure comes back reported.
+func (a *app) runPlan(ctx context.Context, pr *prepared, pl *plan.Plan) (*run.Result, error) {
+	prog := a.newProgress()
+	res, err := run.Execute(ctx, pl, run.Options{
+		Arena:      pr.arena,
+		HeapBudget: pr.heap,
+		Workers:    a.workerCount(),
+		Sources:    pr.sess.Env.Sources,
+		Progress:   prog,
+	})
+	prog.finish(err == nil)
+	if err != nil {
+		return nil, a.reportStageError(pr.p, err)
+	}
+	return res, nil
 }
 
 func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {

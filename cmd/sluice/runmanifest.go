@@ -102,17 +102,9 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		defer cancel()
 		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
 	}
-	prog := a.newProgress()
-	res, err := run.Execute(ctx, runPlan, run.Options{
-		Arena:      pr.arena,
-		HeapBudget: pr.heap,
-		Workers:    a.workerCount(),
-		Sources:    pr.sess.Env.Sources,
-		Progress:   prog,
-	})
-	prog.finish(err == nil)
+	res, err := a.runPlan(ctx, pr, runPlan)
 	if err != nil {
-		return a.reportStageError(pr.p, err)
+		return err
 	}
 	var manifests []string
 	if rec != nil {

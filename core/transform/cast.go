@@ -119,17 +119,26 @@ func (c *cast) Plan(in *tensor.Manifest) (*Plan, error) {
 			p.Decisions = append(p.Decisions, plugin.Decision{Tensor: t.Name, Msg: fmt.Sprintf("kept %s: %s", t.DType, why)})
 			continue
 		}
-		op, out, err := ConvertOp(t, c.to)
-		if err != nil {
-			return nil, blameConfig(err)
+		if err := convertTensor(p, i, t, c.to); err != nil {
+			return nil, err
 		}
-		p.Out.Tensors[i] = out
-		p.Mappings[i].Ops = []Op{op}
-		p.Decisions = append(p.Decisions, plugin.Decision{Tensor: t.Name, Msg: op.String()})
 		n++
 	}
 	p.Decisions = append([]plugin.Decision{{Msg: fmt.Sprintf("%d tensors cast to %s", n, c.to)}}, p.Decisions...)
 	return p, nil
+}
+
+// convertTensor makes output tensor i of p the input tensor t converted to
+// dtype to, with the decision that shows the conversion.
+func convertTensor(p *Plan, i int, t *tensor.TensorInfo, to tensor.DType) error {
+	op, out, err := ConvertOp(t, to)
+	if err != nil {
+		return blameConfig(err)
+	}
+	p.Out.Tensors[i] = out
+	p.Mappings[i].Ops = []Op{op}
+	p.Decisions = append(p.Decisions, plugin.Decision{Tensor: t.Name, Msg: op.String()})
+	return nil
 }
 
 // exactThroughFloat32 reports whether every value of an integer dtype is a
@@ -178,13 +187,9 @@ func (d *dequantize) Plan(in *tensor.Manifest) (*Plan, error) {
 		if !codec.IsQTensor(t.DType) && !codec.CanDecode(t.DType) {
 			return nil, &TensorError{Tensor: t.Name, Msg: fmt.Sprintf("its dtype %s cannot be decoded (decodable block types: q8_0, q4_0, q4_1, q5_0, q5_1, q2_K–q6_K, q8_K, tq1_0, tq2_0, mxfp4, iq4_nl, iq4_xs)", t.DType), Input: true}
 		}
-		op, out, err := ConvertOp(t, d.to)
-		if err != nil {
-			return nil, blameConfig(err)
+		if err := convertTensor(p, i, t, d.to); err != nil {
+			return nil, err
 		}
-		p.Out.Tensors[i] = out
-		p.Mappings[i].Ops = []Op{op}
-		p.Decisions = append(p.Decisions, plugin.Decision{Tensor: t.Name, Msg: op.String()})
 		n++
 	}
 	p.Decisions = append([]plugin.Decision{{Msg: fmt.Sprintf("%d tensors decoded to %s", n, d.to)}}, p.Decisions...)

@@ -1,7 +1,6 @@
 package pytorch
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/binary"
 	"io"
@@ -79,20 +78,8 @@ type entry struct {
 // writeZip writes a torch-style zip and returns its path.
 func writeZip(t *testing.T, entries ...entry) string {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: e.method})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(e.data)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(t.TempDir(), "model.bin")
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, zipBytes(t, entries...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p

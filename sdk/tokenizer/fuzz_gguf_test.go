@@ -80,19 +80,8 @@ func FuzzFromGGUF(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, text := range []string{"Hello, world! 123 <think>é\n", " a  b\t\xff", "", tokens} {
-			for _, special := range []bool{false, true} {
-				ids := tok.Encode(text, special)
-				for _, id := range ids {
-					if id < 0 || int(id) >= tok.VocabSize() {
-						t.Fatalf("Encode(%q) gave id %d outside the vocabulary of %d", text, id, tok.VocabSize())
-					}
-				}
-				_ = tok.Decode(ids, false)
-				_ = tok.Decode(ids, true)
-				_ = tok.Tokens(ids)
-			}
-		}
+		exercise(t, tok, fuzzTexts...)
+		exercise(t, tok, tokens)
 	})
 }
 

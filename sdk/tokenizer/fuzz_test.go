@@ -14,19 +14,7 @@ func FuzzFromHuggingFace(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, text := range []string{"Hello, world! 123 <think>é\n", " a  b\t\xff", ""} {
-			for _, special := range []bool{false, true} {
-				ids := tok.Encode(text, special)
-				for _, id := range ids {
-					if id < 0 || int(id) >= tok.VocabSize() {
-						t.Fatalf("Encode(%q) gave id %d outside the vocabulary of %d", text, id, tok.VocabSize())
-					}
-				}
-				_ = tok.Decode(ids, false)
-				_ = tok.Decode(ids, true)
-				_ = tok.Tokens(ids)
-			}
-		}
+		exercise(t, tok, fuzzTexts...)
 		md, err := GGUFMetadata(tokJSON, cfgJSON, GGUFOptions{})
 		if err != nil {
 			return
@@ -35,4 +23,26 @@ func FuzzFromHuggingFace(f *testing.F) {
 			t.Fatalf("FromGGUF rejects what GGUFMetadata wrote: %v", err)
 		}
 	})
+}
+
+// fuzzTexts are the texts the fuzz targets encode with every tokenizer they build.
+var fuzzTexts = []string{"Hello, world! 123 <think>é\n", " a  b\t\xff", ""}
+
+// exercise encodes each text with and without special tokens and decodes the
+// ids back: every id must lie inside the vocabulary, and nothing may panic.
+func exercise(t *testing.T, tok *Tokenizer, texts ...string) {
+	t.Helper()
+	for _, text := range texts {
+		for _, special := range []bool{false, true} {
+			ids := tok.Encode(text, special)
+			for _, id := range ids {
+				if id < 0 || int(id) >= tok.VocabSize() {
+					t.Fatalf("Encode(%q) gave id %d outside the vocabulary of %d", text, id, tok.VocabSize())
+				}
+			}
+			_ = tok.Decode(ids, false)
+			_ = tok.Decode(ids, true)
+			_ = tok.Tokens(ids)
+		}
+	}
 }
