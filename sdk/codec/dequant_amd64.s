@@ -376,3 +376,142 @@ t3loop:
 	DECQ   CX
 	JNZ    t3loop
 	RET
+
+// EXPAND16(R, OFF, D, out): the 16 bytes of R (values 0..255), minus the
+// dword offset OFF, times D, to out(DI); clobbers R, X1..X3, needs X6 = 0.
+#define EXPAND16(R, OFF, D, out) \
+	MOVO   R, X2; \
+	PUNPCKLBW X6, R; \
+	PUNPCKHBW X6, X2; \
+	MOVO   R, X1; \
+	PUNPCKLWL X6, R; \
+	PUNPCKHWL X6, X1; \
+	MOVO   X2, X3; \
+	PUNPCKLWL X6, X2; \
+	PUNPCKHWL X6, X3; \
+	PSUBL  OFF, R; \
+	PSUBL  OFF, X1; \
+	PSUBL  OFF, X2; \
+	PSUBL  OFF, X3; \
+	CVTPL2PS R, R; \
+	CVTPL2PS X1, X1; \
+	CVTPL2PS X2, X2; \
+	CVTPL2PS X3, X3; \
+	MULPS  D, R; \
+	MULPS  D, X1; \
+	MULPS  D, X2; \
+	MULPS  D, X3
+
+#define STORE16(R, out) \
+	MOVUPS R, (out)(DI); \
+	MOVUPS X1, (out+16)(DI); \
+	MOVUPS X2, (out+32)(DI); \
+	MOVUPS X3, (out+48)(DI)
+
+// SUB16(M): subtract M from the four vectors of EXPAND16(X0, …).
+#define SUB16(M) \
+	SUBPS  M, X0; \
+	SUBPS  M, X1; \
+	SUBPS  M, X2; \
+	SUBPS  M, X3
+
+// func tq2BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
+// n tq2_0 blocks (66 bytes: qs[64], d) with scales ds[:n]: element
+// 128(j/32) + 32l + m is ((qs[j+m] >> 2l) & 3) - 1, times d.
+TEXT ·tq2BlocksSSE2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   ds+16(FP), DX
+	MOVQ   n+24(FP), CX
+	TESTQ  CX, CX
+	JLE    t2done
+	PXOR   X6, X6
+	MOVL   $0x03030303, AX
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+	MOVL   $1, AX
+	MOVL   AX, X8
+	PSHUFL $0, X8, X8
+
+#define T2(in, shift, out) \
+	MOVOU  in(SI), X0; \
+	PSRLW  $shift, X0; \
+	PAND   X7, X0; \
+	EXPAND16(X0, X8, X9, out); \
+	STORE16(X0, out)
+
+t2blk:
+	MOVSS  (DX), X9
+	SHUFPS $0, X9, X9
+	T2(0, 0, 0); T2(16, 0, 64)
+	T2(0, 2, 128); T2(16, 2, 192)
+	T2(0, 4, 256); T2(16, 4, 320)
+	T2(0, 6, 384); T2(16, 6, 448)
+	T2(32, 0, 512); T2(48, 0, 576)
+	T2(32, 2, 640); T2(48, 2, 704)
+	T2(32, 4, 768); T2(48, 4, 832)
+	T2(32, 6, 896); T2(48, 6, 960)
+	ADDQ   $66, SI
+	ADDQ   $4, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    t2blk
+
+t2done:
+	RET
+
+// func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int)
+// n q4_K blocks: qs points at the first block's qs[128], stride is the
+// block size; dm[16i..16i+15] are block i's d·sc and dmin·m of sub-blocks
+// 0..7, interleaved (d0, m0, d1, m1, …). Element 64j + l is
+// float32(d_{2j}·float32(qs[32j+l] & 15)) - m_{2j}, element 64j + 32 + l
+// the same with the high nibble and sub-block 2j+1.
+TEXT ·k4BlocksSSE2(SB), NOSPLIT, $0-40
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   stride+16(FP), R8
+	MOVQ   dm+24(FP), DX
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JLE    k4done
+	PXOR   X6, X6
+	PXOR   X8, X8
+	MOVL   $0x0F0F0F0F, AX
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+
+#define K4(in, shift, D, M, out) \
+	MOVOU  in(SI), X0; \
+	PSRLW  $shift, X0; \
+	PAND   X7, X0; \
+	EXPAND16(X0, X8, D, out); \
+	SUB16(M); \
+	STORE16(X0, out)
+
+#define K4SUB(j) \
+	MOVSS  (16*j)(DX), X9; \
+	SHUFPS $0, X9, X9; \
+	MOVSS  (16*j+4)(DX), X10; \
+	SHUFPS $0, X10, X10; \
+	MOVSS  (16*j+8)(DX), X11; \
+	SHUFPS $0, X11, X11; \
+	MOVSS  (16*j+12)(DX), X12; \
+	SHUFPS $0, X12, X12; \
+	K4(32*j, 0, X9, X10, 256*j); \
+	K4(32*j+16, 0, X9, X10, 256*j+64); \
+	K4(32*j, 4, X11, X12, 256*j+128); \
+	K4(32*j+16, 4, X11, X12, 256*j+192)
+
+k4blk:
+	K4SUB(0)
+	K4SUB(1)
+	K4SUB(2)
+	K4SUB(3)
+	ADDQ   R8, SI
+	ADDQ   $64, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    k4blk
+
+k4done:
+	RET

@@ -92,3 +92,14 @@ func tq1BlockSSE2(dst *float32, b *byte, d float32)
 //
 //go:noescape
 func q3Search8SSE2(a, b *quads, start float32, rounds int, lo, hi int32)
+
+// tq2BlocksSSE2 decodes n tq2_0 blocks whose scales are ds[:n].
+//
+//go:noescape
+func tq2BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
+
+// k4BlocksSSE2 decodes the nibbles of n q4_K blocks (qs of the first at qs,
+// blocks stride bytes apart) with their sub-block scales and mins in dm.
+//
+//go:noescape
+func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int)

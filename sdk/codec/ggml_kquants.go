@@ -622,6 +622,26 @@ func encodeQ4_K(dst []byte, src []float32) {
 }
 
 func decodeQ4_K(dst []float32, src []byte) {
+	if useSSE2 {
+		// Up to 16 blocks at a time: their sub-block scales and mins
+		// first, then the kernel.
+		var dm [16 * 16]float32
+		for len(dst) >= 256 && len(src) >= 144 {
+			n := min(16, len(dst)/256, len(src)/144)
+			for i := range n {
+				b := src[144*i : 144*i+144]
+				d, mn := getF16(b), getF16(b[2:])
+				for j := range 8 {
+					s, m := getScaleMinK4(j, b[4:16])
+					dm[16*i+2*j] = float32(d * float32(s))
+					dm[16*i+2*j+1] = float32(mn * float32(m))
+				}
+			}
+			k4BlocksSSE2(&dst[0], &src[16], 144, &dm[0], n)
+			dst, src = dst[256*n:], src[144*n:]
+		}
+		return
+	}
 	for len(dst) >= 256 && len(src) >= 144 {
 		b := src[:144]
 		y := dst[:256]

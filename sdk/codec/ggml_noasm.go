@@ -67,3 +67,11 @@ func tq1BlockSSE2(dst *float32, b *byte, d float32) {
 func q3Search8SSE2(a, b *quads, start float32, rounds int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func tq2BlocksSSE2(dst *float32, src *byte, ds *float32, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
+func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -142,6 +143,20 @@ func encodeTQ2_0(dst []byte, src []float32) {
 }
 
 func decodeTQ2_0(dst []float32, src []byte) {
+	if useSSE2 {
+		// Up to 64 blocks at a time: their scales first, then the kernel.
+		var ds [64]float32
+		t := f16Tab()
+		for len(dst) >= 256 && len(src) >= 66 {
+			n := min(len(ds), len(dst)/256, len(src)/66)
+			for i := range ds[:n] {
+				ds[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(src[66*i+64:])])
+			}
+			tq2BlocksSSE2(&dst[0], &src[0], &ds[0], n)
+			dst, src = dst[256*n:], src[66*n:]
+		}
+		return
+	}
 	for len(dst) >= 256 && len(src) >= 66 {
 		b := src[:66]
 		y := dst[:256]

@@ -672,3 +672,62 @@ func TestQ3Search8MatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// decodeQ4_KPlain and decodeTQ2_0Plain are ggml's loops, for comparison
+// with the block kernels.
+func decodeQ4_KPlain(dst []float32, b []byte) {
+	d, mn := getF16(b), getF16(b[2:])
+	for j := range 4 {
+		s1, m1 := getScaleMinK4(2*j, b[4:16])
+		s2, m2 := getScaleMinK4(2*j+1, b[4:16])
+		d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
+		d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
+		for l, v := range b[16+32*j : 16+32*j+32] {
+			dst[64*j+l] = float32(d1*float32(v&0xf)) - mm1
+			dst[64*j+l+32] = float32(d2*float32(v>>4)) - mm2
+		}
+	}
+}
+
+func decodeTQ2_0Plain(dst []float32, b []byte) {
+	d := getF16(b[64:])
+	k := 0
+	for j := 0; j < 64; j += 32 {
+		for l := range 4 {
+			for m := range 32 {
+				dst[k] = float32(int32((b[j+m]>>(2*l))&3)-1) * d
+				k++
+			}
+		}
+	}
+}
+
+// TestBlockDecodersMatchPlain compares the q4_K and tq2_0 decoders (block
+// kernels where there are any) with ggml's loops on random bytes, NaN and
+// infinite scales included, for block counts around the kernels' batches.
+func TestBlockDecodersMatchPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, c := range []struct {
+		size   int
+		decode func([]float32, []byte)
+		plain  func([]float32, []byte)
+	}{{144, decodeQ4_K, decodeQ4_KPlain}, {66, decodeTQ2_0, decodeTQ2_0Plain}} {
+		for _, nb := range []int{1, 15, 16, 17, 63, 64, 65, 100} {
+			src := make([]byte, c.size*nb)
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			got := make([]float32, 256*nb)
+			c.decode(got, src)
+			want := make([]float32, 256)
+			for b := range nb {
+				c.plain(want, src[c.size*b:])
+				for j, w := range want {
+					if !sameFloat(got[256*b+j], w) {
+						t.Fatalf("%d-byte blocks: block %d of %d, element %d: %#08x, want %#08x", c.size, b, nb, j, math.Float32bits(got[256*b+j]), math.Float32bits(w))
+					}
+				}
+			}
+		}
+	}
+}
