@@ -457,8 +457,16 @@ func headerOnly(t *testing.T, s Suite) {
 		return
 	}
 	_, srcCfg, _ := s.configs(path)
+	describeReadsAtMost(t, s.Plugin, s.Source, srcCfg, fi.Size(), s.MaxHeaderRead)
+}
+
+// describeReadsAtMost opens the source with cfg in-process and checks, by
+// /proc/self/io, that describing the file (of size bytes) reads at most max
+// bytes.
+func describeReadsAtMost(t *testing.T, p *plugin.Plugin, source string, cfg plugin.Config, size, max int64) {
+	t.Helper()
 	before := ReadChars(t)
-	src, err := plugin.InProcess(s.Plugin).OpenSource(context.Background(), s.Source, srcCfg)
+	src, err := plugin.InProcess(p).OpenSource(context.Background(), source, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,8 +474,8 @@ func headerOnly(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	src.Close()
-	if read := ReadChars(t) - before; read > s.MaxHeaderRead {
-		t.Errorf("Describe of a %d-byte file read %d bytes (by /proc/self/io), more than %d", fi.Size(), read, s.MaxHeaderRead)
+	if read := ReadChars(t) - before; read > max {
+		t.Errorf("Describe of a %d-byte file read %d bytes (by /proc/self/io), more than %d", size, read, max)
 	}
 }
 

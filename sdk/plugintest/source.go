@@ -133,18 +133,7 @@ func RunSource(t *testing.T, s SourceSuite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := ReadChars(t)
-		src, err := plugin.InProcess(s.Plugin).OpenSource(context.Background(), s.Source, s.config(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := src.Describe(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		src.Close()
-		if read := ReadChars(t) - before; read > s.MaxHeaderRead {
-			t.Errorf("Describe of a %d-byte file read %d bytes (by /proc/self/io), more than %d", fi.Size(), read, s.MaxHeaderRead)
-		}
+		describeReadsAtMost(t, s.Plugin, s.Source, s.config(p), fi.Size(), s.MaxHeaderRead)
 	})
 	for _, cs := range s.CorruptSuites(t) {
 		t.Run("malformed-input/"+cs.File, func(t *testing.T) {
