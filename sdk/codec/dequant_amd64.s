@@ -515,3 +515,60 @@ k4blk:
 
 k4done:
 	RET
+
+// func tq2PackSSE2(q *byte, x *float32, id float32)
+// The 64 code bytes of a tq2_0 block whose elements x·id are all below 2^22
+// in magnitude: byte j+m (j = 0, 32) holds lroundf(x[4j+m+32n]·id) + 1 in
+// bits 2n, 2n+1 for n = 0..3. lroundf is roundf's trunc(f) + trunc(2·frac).
+TEXT ·tq2PackSSE2(SB), NOSPLIT, $0-20
+	MOVQ   q+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVSS  id+16(FP), X15
+	SHUFPS $0, X15, X15
+	MOVL   $1, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	MOVL   $3, AX
+	MOVL   AX, X13
+	PSHUFL $0, X13, X13
+
+// LROUND(off, n, ACC): ACC |= ((lroundf(x[off/4..]·id) + 1) & 3) << 2n.
+#define LROUND(off, n, ACC) \
+	MOVUPS off(SI), X0; \
+	MULPS  X15, X0; \
+	CVTTPS2PL X0, X1; \
+	CVTPL2PS X1, X2; \
+	SUBPS  X2, X0; \
+	ADDPS  X0, X0; \
+	CVTTPS2PL X0, X0; \
+	PADDL  X0, X1; \
+	PADDL  X14, X1; \
+	PAND   X13, X1; \
+	PSLLL  $(2*n), X1; \
+	POR    X1, ACC
+
+// FOUR(off, ACC): the four code bytes m..m+3 (as dwords) of the elements at
+// off, off+128, off+256, off+384 bytes.
+#define FOUR(off, ACC) \
+	PXOR   ACC, ACC; \
+	LROUND(off, 0, ACC); \
+	LROUND(off+128, 1, ACC); \
+	LROUND(off+256, 2, ACC); \
+	LROUND(off+384, 3, ACC)
+
+// SIXTEEN2(off, out): sixteen code bytes from element off/4.
+#define SIXTEEN2(off, out) \
+	FOUR(off, X4); \
+	FOUR(off+16, X5); \
+	PACKSSLW X5, X4; \
+	FOUR(off+32, X6); \
+	FOUR(off+48, X7); \
+	PACKSSLW X7, X6; \
+	PACKUSWB X6, X4; \
+	MOVOU  X4, out(DI)
+
+	SIXTEEN2(0, 0)
+	SIXTEEN2(64, 16)
+	SIXTEEN2(512, 32)
+	SIXTEEN2(576, 48)
+	RET

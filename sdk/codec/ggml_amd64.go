@@ -103,3 +103,8 @@ func tq2BlocksSSE2(dst *float32, src *byte, ds *float32, n int)
 //
 //go:noescape
 func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int)
+
+// tq2PackSSE2 writes the 64 code bytes of a tq2_0 block (see there).
+//
+//go:noescape
+func tq2PackSSE2(q *byte, x *float32, id float32)

@@ -75,3 +75,7 @@ func tq2BlocksSSE2(dst *float32, src *byte, ds *float32, n int) {
 func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func tq2PackSSE2(q *byte, x *float32, id float32) {
+	panic("codec: no SSE2 kernels on this platform")
+}

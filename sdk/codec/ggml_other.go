@@ -121,12 +121,24 @@ func encodeTQ2_0(dst []byte, src []float32) {
 	for len(src) >= 256 && len(dst) >= 66 {
 		x := src[:256]
 		y := dst[:66]
-		d := maxAbsMacro(x)
+		var d float32
+		m, finite := finiteAbsMax(x)
+		if finite {
+			d = math.Float32frombits(m) // maxAbsMacro of finite values
+		} else {
+			d = maxAbsMacro(x)
+		}
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
 		putF16(y[64:], d)
+		if useSSE2 && finite && fabs(id) <= math.MaxFloat32 {
+			// |x·id| ≤ 1 (rounded): the kernel's lroundf is exact.
+			tq2PackSSE2(&y[0], &x[0], id)
+			src, dst = src[256:], dst[66:]
+			continue
+		}
 		for j := 0; j < 64; j += 32 {
 			xs := x[4*j:]
 			for m := range 32 {

@@ -731,3 +731,44 @@ func TestBlockDecodersMatchPlain(t *testing.T) {
 		}
 	}
 }
+
+// encodeTQ2_0Plain is ggml's quantize_row_tq2_0_ref for one block.
+func encodeTQ2_0Plain(y []byte, x []float32) {
+	d := maxAbsMacro(x[:256])
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[64:], d)
+	for j := 0; j < 64; j += 32 {
+		for m := range 32 {
+			var q uint8
+			for n := range 4 {
+				xi := lroundf(float32(x[4*j+m+32*n]*id)) + 1
+				q += uint8(xi&3) << (2 * n)
+			}
+			y[j+m] = q
+		}
+	}
+}
+
+// TestEncodeTQ2_0MatchesPlain checks the tq2_0 encoder (its SSE2 packing
+// where there is one) against ggml's loop on adversarial blocks.
+func TestEncodeTQ2_0MatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	var x [256]float32
+	var a, b [66]byte
+	for iter := 0; iter < 5000; iter++ {
+		for k := 0; k < 256; k += 32 {
+			adversarialBlock(r, x[k:k+32])
+		}
+		if iter%5 == 0 { // one scale for the whole block
+			adversarialBlock(r, x[:])
+		}
+		encodeTQ2_0(a[:], x[:])
+		encodeTQ2_0Plain(b[:], x[:])
+		if a != b {
+			t.Fatalf("encodeTQ2_0(%v):\n got %x\nwant %x", x, a, b)
+		}
+	}
+}
