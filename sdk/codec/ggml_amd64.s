@@ -137,8 +137,8 @@ TEXT ·nibblesSSE2(SB), NOSPLIT, $0-36
 
 // func minMaxSSE2(x *float32) (lo, hi float32, amax uint32)
 // Minimum and maximum of 32 finite floats (the sign of a zero result is not
-// reliable) and the largest |x| as float32 bits (≥ 0x7f800000 when some
-// element is not finite, in which case lo and hi mean nothing).
+// reliable); amax is 0x7f800000 when some element is not finite (then lo and
+// hi mean nothing), 0 otherwise.
 TEXT ·minMaxSSE2(SB), NOSPLIT, $0-20
 	MOVQ   x+0(FP), SI
 	MOVUPS 0(SI), X0
@@ -149,33 +149,35 @@ TEXT ·minMaxSSE2(SB), NOSPLIT, $0-20
 	MOVUPS 80(SI), X5
 	MOVUPS 96(SI), X6
 	MOVUPS 112(SI), X7
-	// |x| bits: the integer maximum over non-negative int32 is the float one.
+	// Finite check: some |x| bits above 0x7F7FFFFF (Inf or NaN) make amax
+	// 0x7F800000; otherwise amax is 0 (callers only test amax ≥ 0x7F800000).
 	MOVL   $0x7FFFFFFF, AX
 	MOVL   AX, X15
 	PSHUFL $0, X15, X15
-	MOVO   X0, X8
-	PAND   X15, X8
-#define IMAX(R) \
+	MOVL   $0x7F7FFFFF, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	PXOR   X8, X8
+#define NONFINITE(R) \
 	MOVO   R, X9; \
 	PAND   X15, X9; \
-	MOVO   X9, X10; \
-	PCMPGTL X8, X10; \
-	PAND   X10, X9; \
-	PANDN  X8, X10; \
-	POR    X9, X10; \
-	MOVO   X10, X8
-	IMAX(X1)
-	IMAX(X2)
-	IMAX(X3)
-	IMAX(X4)
-	IMAX(X5)
-	IMAX(X6)
-	IMAX(X7)
-	PSHUFL $0x4E, X8, X9
-	IMAX(X9)
-	PSHUFL $0xB1, X8, X9
-	IMAX(X9)
-	MOVL   X8, amax+16(FP)
+	PCMPGTL X14, X9; \
+	POR    X9, X8
+	NONFINITE(X0)
+	NONFINITE(X1)
+	NONFINITE(X2)
+	NONFINITE(X3)
+	NONFINITE(X4)
+	NONFINITE(X5)
+	NONFINITE(X6)
+	NONFINITE(X7)
+	PMOVMSKB X8, AX
+	XORL   BX, BX
+	TESTL  AX, AX
+	JZ     finite
+	MOVL   $0x7F800000, BX
+finite:
+	MOVL   BX, amax+16(FP)
 	// min and max
 	MOVAPS X0, X8
 	MOVAPS X0, X9
