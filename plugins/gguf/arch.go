@@ -247,6 +247,8 @@ func (c *hfConversion) metadata(specs []TensorSpec, dtype tensor.DType) (tensor.
 	md.Set("general.type", tensor.StringValue("model"))
 	if c.cfg.NameOrPath != "" {
 		md.Set("general.name", tensor.StringValue(path.Base(strings.TrimRight(c.cfg.NameOrPath, "/"))))
+	} else if name := c.in.Metadata.String(tensor.MetaHFModelName); name != "" {
+		md.Set("general.name", tensor.StringValue(name))
 	}
 	var params uint64
 	for _, s := range specs {

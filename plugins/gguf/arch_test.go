@@ -324,3 +324,31 @@ func TestLlama3RopeFreqs(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneralNameFallsBackToTheDirectory: without _name_or_path in
+// config.json, general.name is the checkpoint directory's name the source
+// carried (tensor.MetaHFModelName), as llama.cpp's converter falls back to
+// the directory's name; with it, _name_or_path wins.
+func TestGeneralNameFallsBackToTheDirectory(t *testing.T) {
+	m, _ := hfCheckpoint("llama")
+	m.Metadata.Set(tensor.MetaHFModelName, tensor.StringValue("Llama-3.2-1B"))
+	name := func(m *tensor.Manifest) string {
+		c, err := newHFConversion("auto", m)
+		if err != nil || c == nil {
+			t.Fatalf("conversion: %v", err)
+		}
+		md, err := c.metadata(nil, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md.String("general.name")
+	}
+	if got := name(m); got != "llama-test" {
+		t.Errorf("with _name_or_path: general.name %q, want llama-test", got)
+	}
+	cfg := m.Metadata.String(tensor.MetaHFConfig)
+	m.Metadata.Set(tensor.MetaHFConfig, tensor.StringValue(strings.Replace(cfg, `"_name_or_path":"tiny/llama-test",`, "", 1)))
+	if got := name(m); got != "Llama-3.2-1B" {
+		t.Errorf("without _name_or_path: general.name %q, want Llama-3.2-1B", got)
+	}
+}

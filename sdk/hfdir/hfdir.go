@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/localpath"
@@ -24,8 +25,9 @@ import (
 const MaxFileBytes = 256 << 20
 
 // Carry sets, for each side file present in dir, in file-name order, the
-// metadata key tensor.HFFiles gives it to the file's text. Absent files are
-// skipped. A present file must stay inside dir once symbolic links are
+// metadata key tensor.HFFiles gives it to the file's text, and, when dir
+// holds a config.json, tensor.MetaHFModelName to ModelName(dir). Absent files
+// are skipped. A present file must stay inside dir once symbolic links are
 // resolved (links into the Hugging Face cache repository are fine; see
 // sdk/localpath), be readable, hold at most MaxFileBytes and be valid JSON;
 // otherwise Carry returns a bad-input error naming the file.
@@ -51,8 +53,41 @@ func Carry(md *tensor.Metadata, dir string) error {
 			return &binio.FormatError{File: p, Offset: -1, Msg: "not valid JSON"}
 		}
 		md.Set(tensor.HFFiles[n], tensor.StringValue(string(b)))
+		if n == "config.json" {
+			if name := ModelName(dir); name != "" {
+				md.Set(tensor.MetaHFModelName, tensor.StringValue(name))
+			}
+		}
 	}
 	return nil
+}
+
+// ModelName returns a checkpoint's name from its directory: NAME for a
+// snapshot in the Hugging Face cache (…/models--ORG--NAME/snapshots/REV),
+// the directory's base name otherwise, and "" when dir has no usable name
+// (the root, or a path that cannot be made absolute).
+func ModelName(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	parent := filepath.Dir(abs)
+	if filepath.Base(parent) == "snapshots" {
+		repo := filepath.Base(filepath.Dir(parent))
+		if rest, ok := strings.CutPrefix(repo, "models--"); ok {
+			if i := strings.LastIndex(rest, "--"); i >= 0 {
+				rest = rest[i+2:]
+			}
+			if rest != "" {
+				return rest
+			}
+		}
+	}
+	base := filepath.Base(abs)
+	if base == string(filepath.Separator) || base == "." {
+		return ""
+	}
+	return base
 }
 
 // ReadFile reads a JSON file of a Hugging Face directory (a side file, a

@@ -10,6 +10,12 @@ const (
 	MetaHFTokenizer        = "hf.tokenizer.json"
 	MetaHFTokenizerConfig  = "hf.tokenizer_config.json"
 	MetaHFSpecialTokensMap = "hf.special_tokens_map.json"
+	// MetaHFModelName is the checkpoint's name as its directory gives it:
+	// the directory's base name, or NAME for a snapshot in the Hugging Face
+	// cache (models--ORG--NAME/snapshots/REVISION). Sinks use it where a
+	// name is wanted and config.json has no _name_or_path, as llama.cpp's
+	// converter falls back to the directory's name.
+	MetaHFModelName = "hf.model_name"
 	// MetaHFPrefix starts every key above; sinks that write plain key/value
 	// metadata (safetensors __metadata__) leave these keys out.
 	MetaHFPrefix = "hf."
