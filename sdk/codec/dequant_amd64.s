@@ -572,3 +572,66 @@ TEXT ·tq2PackSSE2(SB), NOSPLIT, $0-20
 	SIXTEEN2(512, 32)
 	SIXTEEN2(576, 48)
 	RET
+
+// func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+// k4BlocksSSE2 for q5_K: bit 2j (low nibbles) or 2j+1 (high nibbles) of
+// qh[l] (32 bytes at qh, blocks stride apart) is bit 4 of the level.
+TEXT ·k5BlocksSSE2(SB), NOSPLIT, $0-48
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   qh+16(FP), BX
+	MOVQ   stride+24(FP), R8
+	MOVQ   dm+32(FP), DX
+	MOVQ   n+40(FP), CX
+	TESTQ  CX, CX
+	JLE    k5done
+	PXOR   X6, X6
+	PXOR   X8, X8
+	MOVL   $0x0F0F0F0F, AX
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+	MOVL   $0x01010101, AX
+	MOVL   AX, X13
+	PSHUFL $0, X13, X13
+
+#define K5(in, hin, shift, hshift, D, M, out) \
+	MOVOU  in(SI), X0; \
+	PSRLW  $shift, X0; \
+	PAND   X7, X0; \
+	MOVOU  hin(BX), X5; \
+	PSRLW  $hshift, X5; \
+	PAND   X13, X5; \
+	PSLLW  $4, X5; \
+	POR    X5, X0; \
+	EXPAND16(X0, X8, D, out); \
+	SUB16(M); \
+	STORE16(X0, out)
+
+#define K5SUB(j) \
+	MOVSS  (16*j)(DX), X9; \
+	SHUFPS $0, X9, X9; \
+	MOVSS  (16*j+4)(DX), X10; \
+	SHUFPS $0, X10, X10; \
+	MOVSS  (16*j+8)(DX), X11; \
+	SHUFPS $0, X11, X11; \
+	MOVSS  (16*j+12)(DX), X12; \
+	SHUFPS $0, X12, X12; \
+	K5(32*j, 0, 0, 2*j, X9, X10, 256*j); \
+	K5(32*j+16, 16, 0, 2*j, X9, X10, 256*j+64); \
+	K5(32*j, 0, 4, 2*j+1, X11, X12, 256*j+128); \
+	K5(32*j+16, 16, 4, 2*j+1, X11, X12, 256*j+192)
+
+k5blk:
+	K5SUB(0)
+	K5SUB(1)
+	K5SUB(2)
+	K5SUB(3)
+	ADDQ   R8, SI
+	ADDQ   R8, BX
+	ADDQ   $64, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    k5blk
+
+k5done:
+	RET

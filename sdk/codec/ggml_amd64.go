@@ -108,3 +108,8 @@ func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int)
 //
 //go:noescape
 func tq2PackSSE2(q *byte, x *float32, id float32)
+
+// k5BlocksSSE2 is k4BlocksSSE2 for q5_K, with the fifth bits in qh.
+//
+//go:noescape
+func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)

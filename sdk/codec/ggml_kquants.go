@@ -621,6 +621,20 @@ func encodeQ4_K(dst []byte, src []float32) {
 	}
 }
 
+// k4ScalesMins fills dm[16i..16i+15] with d·sc and dmin·m of the eight
+// sub-blocks of the n q4_K or q5_K blocks (size bytes each) at src.
+func k4ScalesMins(dm *[16 * 16]float32, src []byte, size, n int) {
+	for i := range n {
+		b := src[size*i : size*i+16]
+		d, mn := getF16(b), getF16(b[2:])
+		for j := range 8 {
+			s, m := getScaleMinK4(j, b[4:16])
+			dm[16*i+2*j] = float32(d * float32(s))
+			dm[16*i+2*j+1] = float32(mn * float32(m))
+		}
+	}
+}
+
 func decodeQ4_K(dst []float32, src []byte) {
 	if useSSE2 {
 		// Up to 16 blocks at a time: their sub-block scales and mins
@@ -628,15 +642,7 @@ func decodeQ4_K(dst []float32, src []byte) {
 		var dm [16 * 16]float32
 		for len(dst) >= 256 && len(src) >= 144 {
 			n := min(16, len(dst)/256, len(src)/144)
-			for i := range n {
-				b := src[144*i : 144*i+144]
-				d, mn := getF16(b), getF16(b[2:])
-				for j := range 8 {
-					s, m := getScaleMinK4(j, b[4:16])
-					dm[16*i+2*j] = float32(d * float32(s))
-					dm[16*i+2*j+1] = float32(mn * float32(m))
-				}
-			}
+			k4ScalesMins(&dm, src, 144, n)
 			k4BlocksSSE2(&dst[0], &src[16], 144, &dm[0], n)
 			dst, src = dst[256*n:], src[144*n:]
 		}
@@ -704,6 +710,16 @@ func encodeQ5_K(dst []byte, src []float32) {
 }
 
 func decodeQ5_K(dst []float32, src []byte) {
+	if useSSE2 {
+		var dm [16 * 16]float32
+		for len(dst) >= 256 && len(src) >= 176 {
+			n := min(16, len(dst)/256, len(src)/176)
+			k4ScalesMins(&dm, src, 176, n)
+			k5BlocksSSE2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
+			dst, src = dst[256*n:], src[176*n:]
+		}
+		return
+	}
 	for len(dst) >= 256 && len(src) >= 176 {
 		b := src[:176]
 		y := dst[:256]

@@ -79,3 +79,7 @@ func k4BlocksSSE2(dst *float32, qs *byte, stride int, dm *float32, n int) {
 func tq2PackSSE2(q *byte, x *float32, id float32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}

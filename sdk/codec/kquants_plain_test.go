@@ -673,7 +673,7 @@ func TestQ3Search8MatchesScalar(t *testing.T) {
 	}
 }
 
-// decodeQ4_KPlain and decodeTQ2_0Plain are ggml's loops, for comparison
+// decodeQ4_KPlain, decodeQ5_KPlain and decodeTQ2_0Plain are ggml's loops, for comparison
 // with the block kernels.
 func decodeQ4_KPlain(dst []float32, b []byte) {
 	d, mn := getF16(b), getF16(b[2:])
@@ -685,6 +685,23 @@ func decodeQ4_KPlain(dst []float32, b []byte) {
 		for l, v := range b[16+32*j : 16+32*j+32] {
 			dst[64*j+l] = float32(d1*float32(v&0xf)) - mm1
 			dst[64*j+l+32] = float32(d2*float32(v>>4)) - mm2
+		}
+	}
+}
+
+func decodeQ5_KPlain(dst []float32, b []byte) {
+	d, mn := getF16(b), getF16(b[2:])
+	qh := b[16:48]
+	for j := range 4 {
+		s1, m1 := getScaleMinK4(2*j, b[4:16])
+		s2, m2 := getScaleMinK4(2*j+1, b[4:16])
+		d1, mm1 := float32(d*float32(s1)), float32(mn*float32(m1))
+		d2, mm2 := float32(d*float32(s2)), float32(mn*float32(m2))
+		for l, v := range b[48+32*j : 48+32*j+32] {
+			lo := v&0xf | (qh[l]>>(2*j)&1)<<4
+			hi := v>>4 | (qh[l]>>(2*j+1)&1)<<4
+			dst[64*j+l] = float32(d1*float32(lo)) - mm1
+			dst[64*j+l+32] = float32(d2*float32(hi)) - mm2
 		}
 	}
 }
@@ -702,7 +719,7 @@ func decodeTQ2_0Plain(dst []float32, b []byte) {
 	}
 }
 
-// TestBlockDecodersMatchPlain compares the q4_K and tq2_0 decoders (block
+// TestBlockDecodersMatchPlain compares the q4_K, q5_K and tq2_0 decoders (block
 // kernels where there are any) with ggml's loops on random bytes, NaN and
 // infinite scales included, for block counts around the kernels' batches.
 func TestBlockDecodersMatchPlain(t *testing.T) {
@@ -711,7 +728,7 @@ func TestBlockDecodersMatchPlain(t *testing.T) {
 		size   int
 		decode func([]float32, []byte)
 		plain  func([]float32, []byte)
-	}{{144, decodeQ4_K, decodeQ4_KPlain}, {66, decodeTQ2_0, decodeTQ2_0Plain}} {
+	}{{144, decodeQ4_K, decodeQ4_KPlain}, {176, decodeQ5_K, decodeQ5_KPlain}, {66, decodeTQ2_0, decodeTQ2_0Plain}} {
 		for _, nb := range []int{1, 15, 16, 17, 63, 64, 65, 100} {
 			src := make([]byte, c.size*nb)
 			for i := range src {
