@@ -82,8 +82,15 @@ TEXT ·nibblesSSE2(SB), NOSPLIT, $0-36
 	MOVSS  add+16(FP), X14
 	SHUFPS $0, X14, X14
 	MOVL   hi+20(FP), AX
+	CMPL   AX, $32767
+	JLE    hiok
+	MOVL   $32767, AX      // no clamp (q5_1): c is far below
+hiok:
+	MOVL   AX, BX
+	SHLL   $16, BX
+	ORL    BX, AX
 	MOVL   AX, X15
-	PSHUFL $0, X15, X15
+	PSHUFL $0, X15, X15     // hi in every word
 	MOVQ   q+24(FP), DI
 
 #define CODE(off, R) \
@@ -91,14 +98,7 @@ TEXT ·nibblesSSE2(SB), NOSPLIT, $0-36
 	SUBPS  X12, R; \
 	MULPS  X13, R; \
 	ADDPS  X14, R; \
-	CVTTPS2PL R, R; \
-	MOVO   R, X10; \
-	PCMPGTL X15, X10; \
-	MOVO   X10, X11; \
-	PAND   X15, X11; \
-	PANDN  R, X10; \
-	POR    X11, X10; \
-	MOVO   X10, R
+	CVTTPS2PL R, R
 
 	CODE(0, X0)
 	CODE(16, X1)
@@ -112,6 +112,10 @@ TEXT ·nibblesSSE2(SB), NOSPLIT, $0-36
 	PACKSSLW X3, X2  // 8..15
 	PACKSSLW X5, X4  // 16..23
 	PACKSSLW X7, X6  // 24..31
+	PMINSW X15, X0   // min(c, hi): c is small, so the int16 min is the int32 one
+	PMINSW X15, X2
+	PMINSW X15, X4
+	PMINSW X15, X6
 	PACKUSWB X2, X0  // bytes 0..15
 	PACKUSWB X6, X4  // bytes 16..31
 	// qh: bit 4 of every byte, moved to bit 7 (no bit crosses a byte: values ≤ 31).
