@@ -113,3 +113,9 @@ func tq2PackSSE2(q *byte, x *float32, id float32)
 //
 //go:noescape
 func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+
+// q41BlockSSE2 quantizes one q4_1 block on the fast path (see there); ok
+// false sends the block through the Go code.
+//
+//go:noescape
+func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool)

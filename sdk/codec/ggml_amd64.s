@@ -274,3 +274,127 @@ TEXT ·firstAbsMaxSSE2(SB), NOSPLIT, $0-24
 	BSFL   BX, AX
 	MOVQ   AX, idx+16(FP)
 	RET
+
+// func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool)
+// One q4_1 block when it takes the fast path: all 32 x finite, neither the
+// minimum nor the maximum zero (their sign would need the first zero), and
+// d = (max-min)/15 and id = 1/d (0 when d is 0) finite. Then it writes the
+// nibbles of min(15, int((x-min)·id + 0.5)) to q[:16] and returns d and the
+// minimum; otherwise ok is false and nothing is written.
+TEXT ·q41BlockSSE2(SB), NOSPLIT, $0-25
+	MOVQ   x+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVB   $0, ok+24(FP)
+	MOVUPS 0(SI), X0
+	MOVUPS 16(SI), X1
+	MOVUPS 32(SI), X2
+	MOVUPS 48(SI), X3
+	MOVUPS 64(SI), X4
+	MOVUPS 80(SI), X5
+	MOVUPS 96(SI), X6
+	MOVUPS 112(SI), X7
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	MOVL   $0x7F7FFFFF, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	PXOR   X8, X8
+	NONFINITE(X0)
+	NONFINITE(X1)
+	NONFINITE(X2)
+	NONFINITE(X3)
+	NONFINITE(X4)
+	NONFINITE(X5)
+	NONFINITE(X6)
+	NONFINITE(X7)
+	PMOVMSKB X8, AX
+	TESTL  AX, AX
+	JNZ    q41slow
+	MOVAPS X0, X8
+	MOVAPS X0, X9
+	MINPS  X1, X8
+	MAXPS  X1, X9
+	MINPS  X2, X8
+	MAXPS  X2, X9
+	MINPS  X3, X8
+	MAXPS  X3, X9
+	MINPS  X4, X8
+	MAXPS  X4, X9
+	MINPS  X5, X8
+	MAXPS  X5, X9
+	MINPS  X6, X8
+	MAXPS  X6, X9
+	MINPS  X7, X8
+	MAXPS  X7, X9
+	PSHUFL $0x4E, X8, X10
+	MINPS  X10, X8
+	PSHUFL $0xB1, X8, X10
+	MINPS  X10, X8
+	PSHUFL $0x4E, X9, X10
+	MAXPS  X10, X9
+	PSHUFL $0xB1, X9, X10
+	MAXPS  X10, X9
+	// X8 = lo, X9 = hi in every lane. A zero extreme goes to Go.
+	XORPS  X10, X10
+	UCOMISS X10, X8
+	JEQ    q41slow
+	UCOMISS X10, X9
+	JEQ    q41slow
+	// d = (hi - lo)/15; id = 1/d, or 0 when d == 0.
+	MOVAPS X9, X11
+	SUBSS  X8, X11
+	MOVL   $0x41700000, AX // 15
+	MOVL   AX, X12
+	DIVSS  X12, X11
+	MOVL   X11, AX
+	ANDL   $0x7FFFFFFF, AX
+	CMPL   AX, $0x7F800000
+	JAE    q41slow
+	XORPS  X13, X13
+	TESTL  AX, AX
+	JEQ    q41zero
+	MOVL   $0x3F800000, BX // 1
+	MOVL   BX, X13
+	DIVSS  X11, X13
+	MOVL   X13, BX
+	ANDL   $0x7FFFFFFF, BX
+	CMPL   BX, $0x7F800000
+	JAE    q41slow
+q41zero:
+	MOVSS  X11, d+16(FP)
+	MOVSS  X8, lo+20(FP)
+	// nibbles(x, lo, id, 0.5, 15)
+	MOVAPS X8, X12
+	SHUFPS $0, X12, X12
+	SHUFPS $0, X13, X13
+	MOVL   $0x3F000000, AX // 0.5
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	MOVL   $0x000F000F, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	CODE(0, X0)
+	CODE(16, X1)
+	CODE(32, X2)
+	CODE(48, X3)
+	CODE(64, X4)
+	CODE(80, X5)
+	CODE(96, X6)
+	CODE(112, X7)
+	PACKSSLW X1, X0
+	PACKSSLW X3, X2
+	PACKSSLW X5, X4
+	PACKSSLW X7, X6
+	PMINSW X15, X0
+	PMINSW X15, X2
+	PMINSW X15, X4
+	PMINSW X15, X6
+	PACKUSWB X2, X0
+	PACKUSWB X6, X4
+	PSLLW  $4, X4
+	POR    X4, X0
+	MOVOU  X0, (DI)
+	MOVB   $1, ok+24(FP)
+q41slow:
+	RET

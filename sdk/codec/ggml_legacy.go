@@ -266,6 +266,14 @@ func encodeQ4_1(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 20 {
 		x := src[:32]
 		y := dst[:20]
+		if useSSE2 {
+			if d, lo, ok := q41BlockSSE2(&x[0], &y[4]); ok {
+				putF16(y, d)
+				putF16(y[2:], lo)
+				src, dst = src[32:], dst[20:]
+				continue
+			}
+		}
 		xs := (*[32]float32)(x)
 		lo, hi, finite := minMaxFinite(xs)
 		if !finite {

@@ -83,3 +83,7 @@ func tq2PackSSE2(q *byte, x *float32, id float32) {
 func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -789,3 +789,42 @@ func TestEncodeTQ2_0MatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// encodeQ4_1Plain is ggml's quantize_row_q4_1_ref for one block.
+func encodeQ4_1Plain(y []byte, x []float32) {
+	lo, hi := minMax(x[:32])
+	d := (hi - lo) / 15
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y, d)
+	putF16(y[2:], lo)
+	for j := range 16 {
+		a := int32(int8(cvtt(float32((x[j]-lo)*id) + 0.5)))
+		b := int32(int8(cvtt(float32((x[j+16]-lo)*id) + 0.5)))
+		y[4+j] = byte(min(15, a)) | byte(min(15, b))<<4
+	}
+}
+
+// TestEncodeQ4_1MatchesPlain checks the q4_1 encoder (its one-call SSE2
+// block where there is one) against ggml's loop on adversarial blocks.
+func TestEncodeQ4_1MatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	var x [32]float32
+	var a, b [20]byte
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		if iter%4 == 0 { // zero extremes
+			for i := range x {
+				x[i] = fabs(x[i])
+			}
+			x[r.IntN(32)] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
+		}
+		encodeQ4_1(a[:], x[:])
+		encodeQ4_1Plain(b[:], x[:])
+		if a != b {
+			t.Fatalf("encodeQ4_1(%v):\n got %x\nwant %x", x, a, b)
+		}
+	}
+}
