@@ -119,3 +119,9 @@ func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
 //
 //go:noescape
 func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool)
+
+// q40BlockSSE2 quantizes one q4_0 block on the fast path (see there); ok
+// false sends the block through the Go code.
+//
+//go:noescape
+func q40BlockSSE2(x *float32, q *byte) (d float32, ok bool)

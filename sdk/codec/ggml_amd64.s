@@ -398,3 +398,130 @@ q41zero:
 	MOVB   $1, ok+24(FP)
 q41slow:
 	RET
+
+// func q40BlockSSE2(x *float32, q *byte) (d float32, ok bool)
+// One q4_0 block when it takes the fast path: all 32 x finite and not all
+// zero, and id = 1/d (0 when d is 0) finite, where d = max/-8 and max is the
+// first element of largest magnitude. Then it writes the nibbles of
+// min(15, int(x·id + 8.5)) to q[:16] and returns d; otherwise ok is false
+// and nothing is written.
+TEXT ·q40BlockSSE2(SB), NOSPLIT, $0-21
+	MOVQ   x+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVB   $0, ok+20(FP)
+	MOVUPS 0(SI), X0
+	MOVUPS 16(SI), X1
+	MOVUPS 32(SI), X2
+	MOVUPS 48(SI), X3
+	MOVUPS 64(SI), X4
+	MOVUPS 80(SI), X5
+	MOVUPS 96(SI), X6
+	MOVUPS 112(SI), X7
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	MOVL   $0x7F7FFFFF, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	PAND   X15, X0
+	PAND   X15, X1
+	PAND   X15, X2
+	PAND   X15, X3
+	PAND   X15, X4
+	PAND   X15, X5
+	PAND   X15, X6
+	PAND   X15, X7
+	// Finite: no |x| bits above 0x7F7FFFFF.
+	MOVO   X0, X8
+	PCMPGTL X14, X8
+#define NF2(R) \
+	MOVO   R, X9; \
+	PCMPGTL X14, X9; \
+	POR    X9, X8
+	NF2(X1)
+	NF2(X2)
+	NF2(X3)
+	NF2(X4)
+	NF2(X5)
+	NF2(X6)
+	NF2(X7)
+	PMOVMSKB X8, AX
+	TESTL  AX, AX
+	JNZ    q40slow
+	// The largest |x| (finite, so MAXPS is exact), in every lane.
+	MOVAPS X0, X8
+	MAXPS  X1, X8
+	MAXPS  X2, X8
+	MAXPS  X3, X8
+	MAXPS  X4, X8
+	MAXPS  X5, X8
+	MAXPS  X6, X8
+	MAXPS  X7, X8
+	PSHUFL $0x4E, X8, X9
+	MAXPS  X9, X8
+	PSHUFL $0xB1, X8, X9
+	MAXPS  X9, X8
+	MOVL   X8, AX
+	TESTL  AX, AX
+	JEQ    q40slow
+	// The first element with that magnitude.
+	XORL   BX, BX
+	EQBITS(X0, 0)
+	EQBITS(X1, 4)
+	EQBITS(X2, 8)
+	EQBITS(X3, 12)
+	EQBITS(X4, 16)
+	EQBITS(X5, 20)
+	EQBITS(X6, 24)
+	EQBITS(X7, 28)
+	BSFL   BX, AX
+	MOVSS  (SI)(AX*4), X11      // max, signed
+	MOVL   $0xC1000000, AX      // -8
+	MOVL   AX, X12
+	DIVSS  X12, X11             // d
+	XORPS  X13, X13
+	MOVL   X11, AX
+	ANDL   $0x7FFFFFFF, AX
+	JEQ    q40zero
+	MOVL   $0x3F800000, BX      // 1
+	MOVL   BX, X13
+	DIVSS  X11, X13
+	MOVL   X13, BX
+	ANDL   $0x7FFFFFFF, BX
+	CMPL   BX, $0x7F800000
+	JAE    q40slow
+q40zero:
+	MOVSS  X11, d+16(FP)
+	// nibbles(x, 0, id, 8.5, 15)
+	XORPS  X12, X12
+	SHUFPS $0, X13, X13
+	MOVL   $0x41080000, AX      // 8.5
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	MOVL   $0x000F000F, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	CODE(0, X0)
+	CODE(16, X1)
+	CODE(32, X2)
+	CODE(48, X3)
+	CODE(64, X4)
+	CODE(80, X5)
+	CODE(96, X6)
+	CODE(112, X7)
+	PACKSSLW X1, X0
+	PACKSSLW X3, X2
+	PACKSSLW X5, X4
+	PACKSSLW X7, X6
+	PMINSW X15, X0
+	PMINSW X15, X2
+	PMINSW X15, X4
+	PMINSW X15, X6
+	PACKUSWB X2, X0
+	PACKUSWB X6, X4
+	PSLLW  $4, X4
+	POR    X4, X0
+	MOVOU  X0, (DI)
+	MOVB   $1, ok+20(FP)
+q40slow:
+	RET

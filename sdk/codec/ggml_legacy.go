@@ -168,6 +168,13 @@ func encodeQ4_0(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 18 {
 		x := (*[32]float32)(src[:32])
 		y := (*[18]byte)(dst[:18])
+		if useSSE2 {
+			if d, ok := q40BlockSSE2(&x[0], &y[2]); ok {
+				putF16(y[:], d)
+				src, dst = src[32:], dst[18:]
+				continue
+			}
+		}
 		m, mv := firstAbsMax32(x)
 		max := math.Float32frombits(mv)
 		finite := m < 0x7f800000

@@ -87,3 +87,7 @@ func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
 func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func q40BlockSSE2(x *float32, q *byte) (d float32, ok bool) {
+	panic("codec: no SSE2 kernels on this platform")
+}

@@ -828,3 +828,39 @@ func TestEncodeQ4_1MatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// encodeQ4_0Plain is ggml's quantize_row_q4_0_ref for one block.
+func encodeQ4_0Plain(y []byte, x []float32) {
+	amax, max := argMaxAbs(x[:32])
+	_ = amax
+	d := max / -8
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y, d)
+	for j := range 16 {
+		a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
+		b := int32(int8(cvtt(float32(x[j+16]*id) + 8.5)))
+		y[2+j] = byte(min(15, a)) | byte(min(15, b))<<4
+	}
+}
+
+// TestEncodeQ4_0MatchesPlain checks the q4_0 encoder (its one-call SSE2
+// block where there is one) against ggml's loop on adversarial blocks.
+func TestEncodeQ4_0MatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	var x [32]float32
+	var a, b [18]byte
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		if iter%3 == 0 { // ties of opposite sign
+			x[r.IntN(32)] = -x[r.IntN(32)]
+		}
+		encodeQ4_0(a[:], x[:])
+		encodeQ4_0Plain(b[:], x[:])
+		if a != b {
+			t.Fatalf("encodeQ4_0(%v):\n got %x\nwant %x", x, a, b)
+		}
+	}
+}
