@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -12,8 +13,9 @@ import (
 // all 2^32 float32 patterns, in chunks through the bulk paths (the SSE2
 // kernels where there are any), and compares every result with the scalar
 // Float32ToFloat16 and Float32ToBFloat16 (which TestFloat32ToFloat16 checks
-// against x448/float16). With -short it covers a stride and every binary16
-// rounding boundary instead. bf16 → f32 is checked on all 65536 patterns.
+// against x448/float16) when SLUICE_EXHAUSTIVE=1 is set (one to three
+// minutes); by default it covers a stride and every binary16 rounding
+// boundary. bf16 → f32 is checked on all 65536 patterns.
 func TestCastKernelsExhaustive(t *testing.T) {
 	const chunk = 1 << 12
 	check := func(base uint32, src []float32, h16, b16 []byte) {
@@ -36,7 +38,7 @@ func TestCastKernelsExhaustive(t *testing.T) {
 	}
 	var bases []uint32
 	window := chunk
-	if testing.Short() {
+	if os.Getenv("SLUICE_EXHAUSTIVE") == "" {
 		window = 16
 		for b := uint64(0); b < 1<<32; b += 1 << 16 {
 			bases = append(bases, uint32(b)+12345)
