@@ -53,7 +53,7 @@ func TestModelName(t *testing.T) {
 		"/cache/hub/models--gpt2/snapshots/607a30d783dfa663caf39e06633721c8d4cfcd7e":                     "gpt2",
 		// Not a cache snapshot: a directory that happens to be called snapshots.
 		"/data/snapshots/2024-01-01": "2024-01-01",
-		"/": "",
+		"/":                          "",
 	} {
 		if got := ModelName(dir); got != want {
 			t.Errorf("ModelName(%q) = %q, want %q", dir, got, want)
