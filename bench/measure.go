@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -23,8 +22,10 @@ type measurement struct {
 	// selfHWM is the peak RSS of the measured process alone (its VmHWM,
 	// polled every 10 ms).
 	selfHWM int64
-	// maxRSS is the kernel's peak RSS of the largest process of the tree
-	// (getrusage: the process itself or a child it waited for).
+	// maxRSS is the peak RSS of the largest process of the tree: the
+	// largest VmHWM polled over the process and its descendants. (getrusage's
+	// ru_maxrss would do for one process, but Linux carries a child's RSS
+	// from before its exec, the bench's own, into it.)
 	maxRSS int64
 	// treeRSS is the peak of the summed RSS of the process tree; shared
 	// memory (the arena) counts once per process that maps it.
@@ -74,11 +75,12 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 			}
 		}()
 		for {
-			rss, pss, hwm := treeMemory(cmd.Process.Pid, sched)
+			rss, pss, hwm, maxHWM := treeMemory(cmd.Process.Pid, sched)
 			mu.Lock()
 			m.treeRSS = max(m.treeRSS, rss)
 			m.treePSS = max(m.treePSS, pss)
 			m.selfHWM = max(m.selfHWM, hwm)
+			m.maxRSS = max(m.maxRSS, maxHWM)
 			mu.Unlock()
 			select {
 			case <-done:
@@ -95,17 +97,15 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 	if err != nil {
 		return measurement{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	m.maxRSS = ru.Maxrss * 1024
 	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()) / m.wall.Seconds()
 	return m, stdout.Bytes(), nil
 }
 
-// treeMemory returns the summed RSS and PSS of pid and its descendants, and
-// the high-water RSS of pid itself. It records each thread's schedstat
+// treeMemory returns the summed RSS and PSS of pid and its descendants, the
+// high-water RSS of pid itself, and the largest high-water RSS in the tree. It records each thread's schedstat
 // (nanoseconds on a core, nanoseconds waiting for one) in sched.
-func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm int64) {
+func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm, maxHWM int64) {
 	pids := []int{pid}
 	for len(pids) > 0 {
 		p := pids[0]
@@ -115,9 +115,11 @@ func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm int64) {
 			continue
 		}
 		rss += statusField(status, "VmRSS:")
+		h := statusField(status, "VmHWM:")
 		if p == pid {
-			hwm = statusField(status, "VmHWM:")
+			hwm = h
 		}
+		maxHWM = max(maxHWM, h)
 		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
 			pss += statusField(rollup, "Pss:")
 		}
@@ -144,7 +146,7 @@ func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm int64) {
 			}
 		}
 	}
-	return rss, pss, hwm
+	return rss, pss, hwm, maxHWM
 }
 
 // statusField reads a "Key:   123 kB" line, in bytes.
