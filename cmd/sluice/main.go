@@ -33,6 +33,10 @@ type app struct {
 	quiet     bool
 	// pluginTimeout stops a plugin that makes no progress (0: never).
 	pluginTimeout time.Duration
+	// cpuProfile names the file a CPU profile of this process goes to;
+	// stopProfile ends it.
+	cpuProfile  string
+	stopProfile func() error
 	// secrets are the values the output redactors hide.
 	secrets *secretSet
 	stdout  io.Writer
@@ -59,6 +63,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if a.stopProfile != nil {
+		if perr := a.stopProfile(); perr != nil && err == nil {
+			err = perr
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -93,9 +102,12 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
 		SilenceUsage: true,
 		// Keys given on the command line join the values the output
 		// redactors hide.
-		PersistentPreRun: func(cmd *cobra.Command, args []string) { a.noteFlagSecrets(cmd) },
-		SilenceErrors:    true,
-		Version:          version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			a.noteFlagSecrets(cmd)
+			return a.startProfile()
+		},
+		SilenceErrors: true,
+		Version:       version,
 	}
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.inProcess, "in-process", false, "run plugins inside this process (for profiling and comparison)")
@@ -104,6 +116,7 @@ rename or shard them, and sinks write them. Every format is a plugin process.`,
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print nothing but errors")
 	pf.DurationVar(&a.pluginTimeout, "plugin-timeout", plugin.DefaultTimeout, "stop a plugin that makes no progress for this long (0: wait forever)")
+	pf.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the sluice process to this file (go tool pprof reads it; with --in-process it covers the plugins too)")
 	root.AddCommand(
 		a.runCommand(), a.finalizeCommand(), a.planCommand(), a.validateCommand(),
 		a.convertCommand(), a.infoCommand(), a.verifyCommand(), a.diffCommand(),
