@@ -139,10 +139,15 @@ func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm, maxHWM int64) {
 				sched[tid] = [2]int64{run, wait}
 			}
 		}
-		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
-		for _, c := range strings.Fields(string(children)) {
-			if n, err := strconv.Atoi(c); err == nil {
-				pids = append(pids, n)
+		// Each thread lists the children it started: a Go program starts
+		// processes from any of its threads.
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, t := range tasks {
+			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
+			for _, c := range strings.Fields(string(children)) {
+				if n, err := strconv.Atoi(c); err == nil {
+					pids = append(pids, n)
+				}
 			}
 		}
 	}
