@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -56,9 +57,9 @@ type result struct {
 
 func run(mb float64, reps int, shared, cpuprofile string) error {
 	if shared == "" {
-		root, err := moduleRoot()
+		root, err := refdata.FindModuleRoot()
 		if err != nil {
-			return err
+			return fmt.Errorf("%w; pass -shared", err)
 		}
 		shared = filepath.Join(root, "..", "shared")
 	}
@@ -241,21 +242,4 @@ func corpus(shared string, size int) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; pass -shared")
-		}
-		dir = parent
-	}
 }

@@ -40,6 +40,10 @@ func Path(t testing.TB, elem ...string) string {
 	return p
 }
 
+// FindModuleRoot returns the directory of the go.mod above the working
+// directory, for programs (the benchmarks) that look for ../shared too.
+func FindModuleRoot() (string, error) { return moduleRoot() }
+
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -51,7 +55,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
+			return "", errors.New("no go.mod above the working directory")
 		}
 		dir = parent
 	}
