@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice-ml/sluice/internal/refdata"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -19,29 +20,11 @@ var refTypes = []tensor.DType{
 	tensor.TQ1_0, tensor.TQ2_0, tensor.MXFP4, tensor.IQ4NL, tensor.IQ4XS,
 }
 
-// refDir returns ../shared/ref/quant relative to the module root, or skips
-// the test when it is absent.
+// refDir returns ../shared/ref/quant beside the module root, or skips the
+// test, saying why, when the ggml reference vectors are absent.
 func refDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("reference data not found: no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	ref := filepath.Join(dir, "..", "shared", "ref", "quant")
-	if _, err := os.Stat(filepath.Join(ref, "edge.f32")); err != nil {
-		t.Skipf("ggml reference vectors not available (%v): they live in ../shared/ref/quant beside the repository", err)
-	}
-	return ref
+	return filepath.Dir(refdata.Path(t, "ref", "quant", "edge.f32"))
 }
 
 func readF32File(t testing.TB, path string) []float32 {
