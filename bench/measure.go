@@ -123,26 +123,18 @@ func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm, maxHWM int64) {
 		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
 			pss += statusField(rollup, "Pss:")
 		}
-		if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p)); err == nil {
-			for _, t := range tasks {
-				tid, _ := strconv.Atoi(t.Name())
-				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", p, tid))
-				if err != nil {
-					continue
-				}
-				f := strings.Fields(string(b))
-				if len(f) < 2 {
-					continue
-				}
-				run, _ := strconv.ParseInt(f[0], 10, 64)
-				wait, _ := strconv.ParseInt(f[1], 10, 64)
-				sched[tid] = [2]int64{run, wait}
-			}
-		}
-		// Each thread lists the children it started: a Go program starts
-		// processes from any of its threads.
+		// Per thread: its schedstat, and the children it started (a Go
+		// program starts processes from any of its threads).
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		for _, t := range tasks {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", p, t.Name())); err == nil {
+				if f := strings.Fields(string(b)); len(f) >= 2 {
+					tid, _ := strconv.Atoi(t.Name())
+					run, _ := strconv.ParseInt(f[0], 10, 64)
+					wait, _ := strconv.ParseInt(f[1], 10, 64)
+					sched[tid] = [2]int64{run, wait}
+				}
+			}
 			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
 			for _, c := range strings.Fields(string(children)) {
 				if n, err := strconv.Atoi(c); err == nil {

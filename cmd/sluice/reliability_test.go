@@ -269,6 +269,20 @@ func allGone(pids []int, d time.Duration) []int {
 	}
 }
 
+// wantNothingLeft checks that a failed run left no file under out, neither
+// under a final name nor a temporary one, and that every plugin process in
+// plugins has exited (within 10 s).
+func wantNothingLeft(t *testing.T, out string, plugins []int, after string) {
+	t.Helper()
+	finals, temps := outputs(t, out)
+	if len(finals)+len(temps) != 0 {
+		t.Errorf("left %s: %v %v", after, finals, temps)
+	}
+	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
+		t.Errorf("plugin processes %v still run %s", alive, after)
+	}
+}
+
 // runManifestSuffix ends the run manifest written beside each output: it
 // records the run (times, durations), so it differs between runs; it must
 // still be complete JSON.
@@ -510,13 +524,7 @@ sink "gguf" "g" {
 	if !strings.Contains(c.stderr.String(), "Interrupted") {
 		t.Errorf("no interruption message:\n%s", c.stderr.String())
 	}
-	finals, temps := outputs(t, out)
-	if len(finals)+len(temps) != 0 {
-		t.Errorf("left after SIGINT: %v %v", finals, temps)
-	}
-	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
-		t.Errorf("plugin processes %v still run after SIGINT", alive)
-	}
+	wantNothingLeft(t, out, plugins, "after SIGINT")
 }
 
 // TestHungPluginIsStoppedByTheCLI runs a sink that hangs, deaf to
@@ -557,13 +565,7 @@ sink "safetensors" "ok" {
 	if took > 20*time.Second {
 		t.Errorf("the run took %s to give up on a 1s timeout", took)
 	}
-	finals, temps := outputs(t, out)
-	if len(finals)+len(temps) != 0 {
-		t.Errorf("left after the hung plugin was stopped: %v %v", finals, temps)
-	}
-	if alive := allGone(plugins, 10*time.Second); len(alive) > 0 {
-		t.Errorf("plugin processes %v still run", alive)
-	}
+	wantNothingLeft(t, out, plugins, "after the hung plugin was stopped")
 }
 
 // TestPluginsSeeOnlyTheirOwnStage runs two stages of a plugin that records
