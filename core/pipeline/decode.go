@@ -118,6 +118,20 @@ func (s *Stage) IsSensitive(attr string) bool {
 	return s.Config.GetAttr(attr).ContainsMarked()
 }
 
+// StringAttr returns the value of a string attribute of the stage, unmarked
+// (a sensitive value included: check IsSensitive before showing it); false
+// when the stage has no such attribute, or it is null or unknown.
+func (s *Stage) StringAttr(attr string) (string, bool) {
+	if s.Config == cty.NilVal || s.Config.IsNull() || !s.Config.IsKnown() || !s.Config.Type().IsObjectType() || !s.Config.Type().HasAttribute(attr) {
+		return "", false
+	}
+	v, _ := s.Config.GetAttr(attr).Unmark()
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
 // Attributes lists the stage's set attributes, sorted, with values rendered
 // for people and sensitive ones redacted.
 func (s *Stage) Attributes() [][2]string {

@@ -143,6 +143,15 @@ source "files" "s" {
 	if !s.IsSensitive("key") {
 		t.Errorf("key set from a sensitive variable is not sensitive")
 	}
+	if got, ok := s.StringAttr("path"); !ok || got != "in-16" {
+		t.Errorf("StringAttr(path) = %q, %v; want in-16", got, ok)
+	}
+	if got, ok := s.StringAttr("key"); !ok || got != "hunter2" {
+		t.Errorf("StringAttr(key) = %q, %v; want the sensitive value, unmarked", got, ok)
+	}
+	if got, ok := s.StringAttr("absent"); ok {
+		t.Errorf("StringAttr(absent) = %q, true", got)
+	}
 	for _, a := range s.Attributes() {
 		if strings.Contains(a[1], "hunter2") {
 			t.Errorf("attribute listing leaks the secret: %v", a)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/plugin"
@@ -126,15 +124,11 @@ type PartitionRecord struct {
 // ManifestPathFromConfig returns the run manifest path of a sink from its
 // `path` attribute, without planning; false when the sink has none.
 func ManifestPathFromConfig(st *pipeline.Stage) (string, bool) {
-	cfg := st.Config
-	if cfg == cty.NilVal || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute("path") {
+	p, ok := st.StringAttr("path")
+	if !ok || p == "" {
 		return "", false
 	}
-	v, _ := cfg.GetAttr("path").Unmark()
-	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String || v.AsString() == "" {
-		return "", false
-	}
-	return v.AsString() + ManifestSuffix, true
+	return p + ManifestSuffix, true
 }
 
 // ManifestPath returns the run manifest path of a planned sink: from its

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
@@ -250,15 +249,8 @@ func sourcePath(st *pipeline.Stage) string {
 	if st == nil || st.IsSensitive("path") {
 		return ""
 	}
-	cfg := st.Config
-	if !cfg.IsKnown() || cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.Type().HasAttribute("path") {
-		return ""
-	}
-	v := cfg.GetAttr("path")
-	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
-		return ""
-	}
-	return v.AsString()
+	p, _ := st.StringAttr("path")
+	return p
 }
 
 func (e *treeError) Unwrap() error { return e.err }
