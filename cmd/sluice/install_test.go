@@ -44,7 +44,7 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 	stdout := mustRun(t, "plugins", "install", built, "--pipeline", toNPZ)
 	installed := filepath.Join(plugins, host.BinaryPrefix+"npz")
 	sum := fileSHA256(t, built)
-	for _, want := range []string{"installed plugin npz 0.1.0 (protocol 1.1)", installed, sum, host.LockFileName} {
+	for _, want := range []string{"installed plugin npz 0.1.0 (protocol 1.2)", installed, sum, host.LockFileName} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("install output lacks %q:\n%s", want, stdout)
 		}
@@ -56,7 +56,7 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := lock.Plugins["npz"]; e == nil || e.Version != "0.1.0" || e.Protocol != "1.1" || e.SHA256[host.Platform()] != sum {
+	if e := lock.Plugins["npz"]; e == nil || e.Version != "0.1.0" || e.Protocol != "1.2" || e.SHA256[host.Platform()] != sum {
 		t.Fatalf("lock entry: %+v", e)
 	}
 	mustRun(t, "plugins", "install", built, "--pipeline", fromNPZ, "--quiet")

@@ -160,7 +160,7 @@ func TestRunManifestRecordsTheRun(t *testing.T) {
 		}
 		for _, want := range []string{"gguf", "safetensors"} {
 			p, ok := plugins[want]
-			if !ok || !p.Builtin || p.SHA256 != exeSum || p.Version == "" || p.Protocol != "1.1" {
+			if !ok || !p.Builtin || p.SHA256 != exeSum || p.Version == "" || p.Protocol != "1.2" {
 				t.Errorf("%s: plugin %s recorded as %+v", name, want, p)
 			}
 		}

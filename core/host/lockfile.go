@@ -43,7 +43,7 @@ type Lock struct {
 type LockedPlugin struct {
 	Name    string
 	Version string
-	// Protocol is the plugin protocol it spoke when installed, e.g. "1.1".
+	// Protocol is the plugin protocol it spoke when installed, e.g. "1.2".
 	Protocol string
 	// SHA256 maps a platform ("linux_amd64") to the binary's hex digest.
 	SHA256 map[string]string

@@ -107,7 +107,7 @@ type FileRecord struct {
 type PluginRecord struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
-	// Protocol is the plugin protocol version it speaks, e.g. "1.1".
+	// Protocol is the plugin protocol version it speaks, e.g. "1.2".
 	Protocol string `json:"protocol"`
 	// SHA256 is the digest of the binary that serves it: the sluice binary
 	// itself for a built-in.

@@ -14,9 +14,11 @@ import (
 //
 // Inputs are hashed in the background while the run proceeds, one file at a
 // time (one core at most), reusing the digest an earlier manifest recorded
-// for a file whose size and modification time did not change. Outputs are
-// hashed once, right after their sink commits them; detached signatures use
-// the same digests.
+// for a file whose size and modification time did not change. Sinks are
+// asked for the digests of their outputs (protocol 1.2), which the built-in
+// ones compute while they write; an output whose sink reported none is
+// hashed once, right after its commit. Detached signatures use the same
+// digests.
 type Recorder struct {
 	prov      *Provenance
 	full      *plan.Plan

@@ -34,6 +34,7 @@ func TestConformance(t *testing.T) {
 				Plugin: Plugin(), Source: "apr", Sink: "apr", File: "model.apr",
 				SinkConfig:   map[string]any{"layout": layout},
 				SourceConfig: map[string]any{"verify": false},
+				Digests:      true,
 				DTypes:       []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K},
 				Metadata:     md,
 				Header: func(r io.ReaderAt, size int64) error {

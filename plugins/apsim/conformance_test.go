@@ -34,6 +34,7 @@ func TestConformance(t *testing.T) {
 		SourceConfig: map[string]any{"verify": false},
 		DTypes:       dtypes,
 		Metadata:     md,
+		Digests:      true,
 		Header: func(r io.ReaderAt, size int64) error {
 			f, err := parseFile(r, size, "model.apsim")
 			if err == nil && f.header.Metadata[KeyFormat] != FormatName {

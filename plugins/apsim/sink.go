@@ -3,6 +3,7 @@ package apsim
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -42,12 +43,17 @@ type Sink struct {
 	shardSize uint64
 	key       *keySpec // from the configuration
 
-	mu      sync.Mutex
-	plan    *layoutPlan
-	outs    []*atomicfile.File // by shard index; nil for a shard another run writes
-	signKey *keyring.Key
-	written map[string]bool
-	done    bool
+	mu   sync.Mutex
+	plan *layoutPlan
+	outs []*atomicfile.File // by shard index; nil for a shard another run writes
+	// digests follow each shard's writes with the format's digest (the
+	// canonical table, then the data), by shard index.
+	digests []*atomicfile.Follower
+	// fileDigests is set when Begin was asked for the outputs' SHA-256.
+	fileDigests bool
+	signKey     *keyring.Key
+	written     map[string]bool
+	done        bool
 	// partial is set when Begin was asked for some shards only (protocol
 	// 1.1): the index is left to a finalize run.
 	partial bool
@@ -108,6 +114,32 @@ type shardPlan struct {
 	qts     map[string]qtensorEntry
 	meta    map[string]string // __metadata__ with placeholders for digest and signature
 	layout  *st.Layout
+	// extents maps the file offset of every entry's data to its length
+	// and the padding after it, as atomicfile.File.Final wants them.
+	extents map[int64]int64
+}
+
+// final tells out's digests that the n bytes of an entry's data written at
+// off are final, with the padding after them.
+func (sp *shardPlan) final(out *atomicfile.File, off int64, n uint64) {
+	if n > 0 {
+		out.Final(off, sp.extents[off])
+	}
+}
+
+// planExtents fills in sp.extents from its layout.
+func (sp *shardPlan) planExtents() {
+	starts := make([]int64, len(sp.layout.Tensors))
+	sizes := make([]int64, len(sp.layout.Tensors))
+	for i, e := range sp.layout.Tensors {
+		starts[i] = int64(len(sp.layout.Prefix)) + int64(e.Begin)
+		sizes[i] = int64(e.End - e.Begin)
+	}
+	ext := atomicfile.Extents(starts, sizes, int64(sp.layout.FileSize()))
+	sp.extents = make(map[int64]int64, len(starts))
+	for i, off := range starts {
+		sp.extents[off] = max(sp.extents[off], ext[i])
+	}
 }
 
 // placement is where one incoming tensor's bytes go.
@@ -397,6 +429,8 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		return err
 	}
 	s.outs = make([]*atomicfile.File, len(lp.shards))
+	s.digests = make([]*atomicfile.Follower, len(lp.shards))
+	s.fileDigests = opts.Digests
 	for i, sh := range lp.shards {
 		if !want[i] {
 			continue
@@ -407,6 +441,11 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			return err
 		}
 		s.outs[i] = f
+		if opts.Digests {
+			f.StartDigest()
+		}
+		sh.planExtents()
+		s.digests[i] = f.Follow(newDigest(sh.meta, sh.layout.Tensors), int64(len(sh.layout.Prefix)))
 	}
 	s.plan, s.signKey, s.written = lp, key, map[string]bool{}
 	reach("begun")
@@ -470,6 +509,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		if err := plugin.CopyToFile(out.File, pl.offset, data); err != nil {
 			return fmt.Errorf("apsim sink %s: tensor %q: %w", s.cfg.Path, name, err)
 		}
+		s.plan.shards[pl.shard].final(out, pl.offset, pl.size)
 	} else {
 		// Scales first, then codes, as a QTensor's bytes flow.
 		for _, part := range []struct {
@@ -479,6 +519,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 			if _, err := io.CopyN(io.NewOffsetWriter(out.File, part.off), data, int64(part.n)); err != nil {
 				return fmt.Errorf("apsim sink %s: tensor %q: %w", s.cfg.Path, name, err)
 			}
+			s.plan.shards[pl.shard].final(out, part.off, part.n)
 		}
 		var one [1]byte
 		if n, _ := data.Read(one[:]); n != 0 {
@@ -522,9 +563,9 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			f := &file{path: sh.path, r: s.outs[i].File, size: int64(sh.layout.FileSize()),
-				header: &st.Header{Metadata: sh.meta, Tensors: sh.layout.Tensors, DataOffset: int64(len(sh.layout.Prefix))}}
-			digests[i], errs[i] = f.digest()
+			if errs[i] = s.digests[i].Finish(int64(sh.layout.FileSize())); errs[i] == nil {
+				s.digests[i].Sum(digests[i][:0])
+			}
 		}()
 	}
 	wg.Wait()
@@ -552,6 +593,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, fmt.Errorf("apsim sink %s: writing the header: %w", sh.path, err)
 		}
+		s.outs[i].Final(0, int64(len(l.Prefix)))
 	}
 	if len(lp.shards) > 1 && !s.partial {
 		ix = s.index(digests)
@@ -566,7 +608,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, err
 		}
-		arts = append(arts, plugin.Artifact{Path: sh.path, Size: sh.layout.FileSize()})
+		art := plugin.Artifact{Path: sh.path, Size: sh.layout.FileSize()}
+		if sha, size, ok := s.outs[i].Digest(); ok && uint64(size) == art.Size {
+			art.SHA256 = sha
+		}
+		arts = append(arts, art)
 		reach(fmt.Sprintf("renamed %d", i+1))
 	}
 	if ix != nil {
@@ -617,7 +663,12 @@ func (s *Sink) writeIndex(ix *index) (plugin.Artifact, error) {
 	if err := f.Commit(); err != nil {
 		return plugin.Artifact{}, err
 	}
-	return plugin.Artifact{Path: p, Size: uint64(len(b))}, nil
+	art := plugin.Artifact{Path: p, Size: uint64(len(b))}
+	if s.fileDigests {
+		sum := sha256.Sum256(b)
+		art.SHA256 = hex.EncodeToString(sum[:])
+	}
+	return art, nil
 }
 
 // commitIndex writes the index of a set whose shards earlier runs wrote

@@ -29,6 +29,7 @@ func TestConformance(t *testing.T) {
 		Plugin: Plugin(), Source: "gguf", Sink: "gguf", File: "model.gguf",
 		DTypes:   dtypes,
 		Metadata: md,
+		Digests:  true,
 		Header: func(r io.ReaderAt, size int64) error {
 			_, err := NewFile(r, size, "model.gguf")
 			return err

@@ -52,6 +52,7 @@ type target struct {
 	file    int
 	offset  uint64
 	size    uint64
+	extent  int64 // size and the padding up to the next tensor
 	written bool
 	permute *permuteSpec
 }
@@ -443,21 +444,33 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			return err
 		}
 		s.files = append(s.files, af)
+		if opts.Digests {
+			af.StartDigest()
+		}
+		// extents[0] is the header's, extents[i+1] tensor i's.
+		starts, sizes := []int64{0}, []int64{int64(len(f.layout.Header))}
+		for i, off := range f.layout.Offsets {
+			starts = append(starts, int64(off))
+			sizes = append(sizes, int64(f.layout.Sizes[i]))
+		}
+		extents := atomicfile.Extents(starts, sizes, int64(f.layout.FileSize))
 		if _, err := af.WriteAt(f.layout.Header, 0); err != nil {
 			s.abortLocked()
 			return fmt.Errorf("writing the header of %s: %w", f.path, err)
 		}
+		af.Final(0, extents[0])
 		for i, b := range f.generated {
 			if _, err := af.WriteAt(b, int64(f.layout.Offsets[i])); err != nil {
 				s.abortLocked()
 				return fmt.Errorf("writing tensor %q of %s: %w", f.specs[i].Name, f.path, err)
 			}
+			af.Final(int64(f.layout.Offsets[i]), extents[i+1])
 		}
 		for i, name := range f.inNames {
 			if name == "" {
 				continue
 			}
-			s.targets[name] = &target{file: fi, offset: f.layout.Offsets[i], size: f.layout.Sizes[i], permute: out.permutes[name]}
+			s.targets[name] = &target{file: fi, offset: f.layout.Offsets[i], size: f.layout.Sizes[i], extent: extents[i+1], permute: out.permutes[name]}
 		}
 	}
 	return nil
@@ -492,6 +505,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		if err := plugin.CopyToFile(f.File, int64(t.offset), data); err != nil {
 			return fail(err)
 		}
+		f.Final(int64(t.offset), t.extent)
 		return nil
 	}
 	rows := t.permute.rows
@@ -513,6 +527,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 	if uint64(n) != t.size {
 		return fail(fmt.Errorf("%d bytes arrived, %d planned", n, t.size))
 	}
+	f.Final(int64(t.offset), t.extent)
 	return nil
 }
 
@@ -567,7 +582,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortFrom(i + 1)
 			return nil, err
 		}
-		arts = append(arts, plugin.Artifact{Path: f.FinalPath(), Size: uint64(st.Size())})
+		art := plugin.Artifact{Path: f.FinalPath(), Size: uint64(st.Size())}
+		if sha, size, ok := f.Digest(); ok && size == st.Size() {
+			art.SHA256 = sha
+		}
+		arts = append(arts, art)
 	}
 	s.done = true
 	return arts, nil

@@ -3,6 +3,8 @@ package safetensors
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,18 +41,21 @@ type Sink struct {
 	finalize bool
 	// ties maps each tied tensor the plan drops to the tensor kept; like
 	// Hugging Face's conversion, they are recorded in the metadata.
-	ties   map[string]string
-	mu     sync.Mutex
-	files  []*atomicfile.File
-	places map[string]place
-	side   []*atomicfile.File
-	done   bool
+	ties map[string]string
+	// digests is set when Begin was asked for the outputs' SHA-256.
+	digests bool
+	mu      sync.Mutex
+	files   []*atomicfile.File
+	places  map[string]place
+	side    []*atomicfile.File
+	done    bool
 }
 
 type place struct {
-	file *atomicfile.File
-	off  int64
-	size uint64
+	file   *atomicfile.File
+	off    int64
+	size   uint64
+	extent int64 // size and the padding up to the next tensor
 }
 
 // sinkPlan is the layout decided from a manifest.
@@ -281,6 +286,7 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.plan = sp
 	s.places = map[string]place{}
+	s.digests = opts.Digests
 	want, err := s.selectShards(opts)
 	if err != nil {
 		return err
@@ -296,13 +302,23 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		}
 		s.files = append(s.files, f)
 		s.outIdx = append(s.outIdx, i)
+		if s.digests {
+			f.StartDigest()
+		}
 		if _, err := f.WriteAt(o.layout.Prefix, 0); err != nil {
 			s.Abort(ctx)
 			return fmt.Errorf("writing header of %s: %w", o.path, err)
 		}
-		for _, e := range o.layout.Tensors {
-			off, _ := o.layout.Offset(e.Name)
-			s.places[e.Name] = place{file: f, off: off, size: e.Size()}
+		f.Final(0, int64(len(o.layout.Prefix)))
+		starts := make([]int64, len(o.layout.Tensors))
+		sizes := make([]int64, len(o.layout.Tensors))
+		for k, e := range o.layout.Tensors {
+			starts[k], _ = o.layout.Offset(e.Name)
+			sizes[k] = int64(e.Size())
+		}
+		extents := atomicfile.Extents(starts, sizes, int64(o.layout.FileSize()))
+		for k, e := range o.layout.Tensors {
+			s.places[e.Name] = place{file: f, off: starts[k], size: e.Size(), extent: extents[k]}
 		}
 	}
 	return nil
@@ -357,6 +373,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 	if err := plugin.CopyToFile(pl.file.File, pl.off, data); err != nil {
 		return fmt.Errorf("writing tensor %q to %s: %w", name, pl.file.FinalPath(), err)
 	}
+	pl.file.Final(pl.off, pl.extent)
 	return nil
 }
 
@@ -370,7 +387,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, err
 		}
-		arts = append(arts, plugin.Artifact{Path: f.FinalPath(), Size: s.plan.outputs[s.outIdx[i]].layout.FileSize()})
+		art := plugin.Artifact{Path: f.FinalPath(), Size: s.plan.outputs[s.outIdx[i]].layout.FileSize()}
+		if sha, size, ok := f.Digest(); ok && uint64(size) == art.Size {
+			art.SHA256 = sha
+		}
+		arts = append(arts, art)
 	}
 	if s.partial {
 		s.done = true
@@ -387,7 +408,12 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		if err := writeWhole(p, extra[p]); err != nil {
 			return nil, err
 		}
-		arts = append(arts, plugin.Artifact{Path: p, Size: uint64(len(extra[p]))})
+		art := plugin.Artifact{Path: p, Size: uint64(len(extra[p]))}
+		if s.digests {
+			sum := sha256.Sum256(extra[p])
+			art.SHA256 = hex.EncodeToString(sum[:])
+		}
+		arts = append(arts, art)
 	}
 	s.done = true
 	return arts, nil

@@ -23,8 +23,11 @@ type File struct {
 	*os.File
 	final string
 
-	mu   sync.Mutex
-	done bool
+	mu        sync.Mutex
+	done      bool
+	committed bool
+	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
+	followers []*Follower // dig and those Follow started
 }
 
 const tmpMarker = ".sluice-tmp-"
@@ -156,7 +159,8 @@ func (e *NoSpaceError) Unwrap() error { return e.Err }
 func (f *File) FinalPath() string { return f.final }
 
 // Commit syncs the file, renames it to its final name and syncs the
-// directory. After Commit the File is closed.
+// directory. After Commit the File is closed. A file with a digest
+// (StartDigest) finishes hashing while it is synced.
 func (f *File) Commit() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -165,11 +169,30 @@ func (f *File) Commit() error {
 	}
 	f.done = true
 	tmp := f.File.Name()
-	if err := f.File.Sync(); err != nil {
+	fail := func(err error) error {
+		f.cancelFollowers()
 		f.File.Close()
 		os.Remove(tmp)
-		return wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err))
+		return err
 	}
+	var hashed chan error
+	if f.dig != nil {
+		st, err := f.File.Stat()
+		if err != nil {
+			return fail(fmt.Errorf("committing %s: %w", f.final, err))
+		}
+		hashed = make(chan error, 1)
+		go func() { hashed <- f.dig.Finish(st.Size()) }()
+	}
+	if err := f.File.Sync(); err != nil {
+		return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
+	}
+	if hashed != nil {
+		if err := <-hashed; err != nil {
+			return fail(err)
+		}
+	}
+	f.cancelFollowers() // any a sink did not finish
 	if err := f.File.Close(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("closing %s: %w", f.final, err)
@@ -178,6 +201,7 @@ func (f *File) Commit() error {
 		os.Remove(tmp)
 		return fmt.Errorf("renaming into %s: %w", f.final, err)
 	}
+	f.committed = true
 	return SyncDir(filepath.Dir(f.final))
 }
 
@@ -190,11 +214,20 @@ func (f *File) Abort() error {
 		return nil
 	}
 	f.done = true
+	f.cancelFollowers()
 	f.File.Close()
 	if err := os.Remove(f.File.Name()); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing temporary file of %s: %w", f.final, err)
 	}
 	return nil
+}
+
+// cancelFollowers stops every follower and waits for them, so the file can
+// be closed.
+func (f *File) cancelFollowers() {
+	for _, d := range f.followers {
+		d.cancel()
+	}
 }
 
 // AbortAll aborts every file, nil ones skipped, and returns the first error.

@@ -105,7 +105,7 @@ func New(name, sha256Hex string, size uint64, key []byte, keyID string) (*Signat
 	if len(key) == 0 {
 		return nil, errors.New("detached signature: the signing key is empty")
 	}
-	if !isHexDigest(sha256Hex) {
+	if !IsHexDigest(sha256Hex) {
 		return nil, fmt.Errorf("detached signature of %s: %q is not a SHA-256 digest in lowercase hex", name, sha256Hex)
 	}
 	return &Signature{
@@ -181,9 +181,9 @@ func Read(sigPath string) (*Signature, error) {
 		return nil, &Error{File: sigPath, Msg: fmt.Sprintf("version %d is not supported (this build reads version %d)", sig.Version, Version)}
 	case sig.Algorithm != Algorithm:
 		return nil, &Error{File: sigPath, Msg: fmt.Sprintf("algorithm %q is not supported (want %s)", sig.Algorithm, Algorithm)}
-	case !isHexDigest(sig.SHA256):
+	case !IsHexDigest(sig.SHA256):
 		return nil, &Error{File: sigPath, Msg: "sha256 is not 64 lowercase hex digits"}
-	case !isHexDigest(sig.MAC):
+	case !IsHexDigest(sig.MAC):
 		return nil, &Error{File: sigPath, Msg: "hmac is not 64 lowercase hex digits"}
 	}
 	return &sig, nil
@@ -242,7 +242,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.File + ": " + e.Msg }
 
-func isHexDigest(s string) bool {
+// IsHexDigest reports whether s is a SHA-256 in lowercase hex, the form
+// signatures and committed artifacts carry.
+func IsHexDigest(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

@@ -155,7 +155,7 @@ func FuzzRead(f *testing.F) {
 			t.Skip()
 		}
 		sig, err := Read(p)
-		if err == nil && (sig.Format != Format || !isHexDigest(sig.MAC) || !isHexDigest(sig.SHA256)) {
+		if err == nil && (sig.Format != Format || !IsHexDigest(sig.MAC) || !IsHexDigest(sig.SHA256)) {
 			t.Fatalf("accepted an invalid signature: %+v", sig)
 		}
 	})

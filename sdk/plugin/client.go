@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-ml/sluice/sdk/detached"
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 	"google.golang.org/grpc"
@@ -314,7 +315,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 	}
 	req := &pb.BeginRequest{
 		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
-		Finalize: opts.Finalize,
+		Finalize: opts.Finalize, Digests: opts.Digests,
 	}
 	for _, i := range opts.Shards {
 		if i < 1 || uint64(i) > math.MaxUint32 {
@@ -337,6 +338,9 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 	}
 	var out []Artifact
 	for _, a := range resp.Artifacts {
+		if a.Sha256 != "" && !detached.IsHexDigest(a.Sha256) {
+			return nil, fmt.Errorf("sink %s reported %q as the SHA-256 of %s, which is not 64 lowercase hex digits", s.c.info.Name, a.Sha256, a.Path)
+		}
 		out = append(out, Artifact{Path: a.Path, Size: a.Size, SHA256: a.Sha256})
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -13,6 +14,15 @@ import (
 )
 
 var errUnsupported = errors.New("copy_file_range unsupported")
+
+// kernelCopies caps the copy_file_range calls running at once over the
+// process at the cores: more would only take turns with each other, and
+// take the cores from the goroutines that hash what they copied.
+var kernelCopies = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// copyStep is the most one copy_file_range call copies while it holds a
+// slot of kernelCopies.
+const copyStep = 64 << 20
 
 func errorsIsUnsupported(err error) bool { return errors.Is(err, errUnsupported) }
 
@@ -27,11 +37,9 @@ func copyFileRange(dst *os.File, off int64, ref tensor.FileRef) error {
 	woff := off
 	left := int64(ref.Length)
 	for left > 0 {
-		chunk := left
-		if chunk > 1<<30 {
-			chunk = 1 << 30
-		}
-		n, err := unix.CopyFileRange(int(src.Fd()), &roff, int(dst.Fd()), &woff, int(chunk), 0)
+		kernelCopies <- struct{}{}
+		n, err := unix.CopyFileRange(int(src.Fd()), &roff, int(dst.Fd()), &woff, int(min(left, copyStep)), 0)
+		<-kernelCopies
 		if err != nil {
 			if left == int64(ref.Length) && (err == unix.EXDEV || err == unix.ENOSYS || err == unix.EINVAL || err == unix.EOPNOTSUPP) {
 				return errUnsupported

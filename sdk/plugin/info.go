@@ -7,11 +7,11 @@ import (
 
 // ProtocolVersion is the major version of the plugin protocol
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
-// added partitioned sinks). Minors are additive: a peer of another minor of
+// added partitioned sinks, 1.2 digests computed by sinks). Minors are additive: a peer of another minor of
 // the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 1
+	ProtocolMinor   = 2
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what

@@ -115,6 +115,11 @@ type BeginOptions struct {
 	// Shards. No Write follows; Commit writes those files and reports them.
 	// (Protocol 1.1.)
 	Finalize bool
+	// Digests asks for the SHA-256 of every file Commit reports
+	// (Artifact.SHA256). A sink may ignore it: the core then reads the files
+	// back itself. A sink that honours it can hash while it writes
+	// (atomicfile.File.StartDigest) instead of after. (Protocol 1.2.)
+	Digests bool
 }
 
 // TensorData is the bytes of one tensor, delivered to a sink front to back.

@@ -24,6 +24,8 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -74,6 +76,11 @@ type Suite struct {
 	// SkipOutOfProcess skips the go-plugin round trip (for plugins whose
 	// test binary cannot serve them).
 	SkipOutOfProcess bool
+	// Digests declares that the sink reports the SHA-256 of every file it
+	// commits when Begin asks (BeginOptions.Digests): the suite then fails
+	// on an artifact without one. Any digest a sink reports must be exact,
+	// declared or not.
+	Digests bool
 }
 
 // Run runs the conformance checks as subtests of t.
@@ -254,7 +261,7 @@ func write(t *testing.T, s Suite, inst plugin.Instance, arena *plugin.Arena, pat
 		sink.Abort(ctx)
 		t.FailNow()
 	}
-	if err := sink.Begin(ctx, m, plugin.BeginOptions{}); err != nil {
+	if err := sink.Begin(ctx, m, plugin.BeginOptions{Digests: true}); err != nil {
 		t.Fatalf("sink begin: %v", err)
 	}
 	var pool *plugin.Pool
@@ -288,6 +295,14 @@ func write(t *testing.T, s Suite, inst plugin.Instance, arena *plugin.Arena, pat
 			t.Errorf("artifact %s: %v", a.Path, err)
 		} else if a.Size != 0 && uint64(fi.Size()) != a.Size {
 			t.Errorf("artifact %s is %d bytes, reported %d", a.Path, fi.Size(), a.Size)
+		}
+		if a.SHA256 == "" && s.Digests {
+			t.Errorf("artifact %s: the sink reported no SHA-256, though the suite declares it does when asked", a.Path)
+		}
+		if a.SHA256 != "" {
+			if got := fileSHA256(t, a.Path); got != a.SHA256 {
+				t.Errorf("artifact %s: the sink reported SHA-256 %s, the file's is %s", a.Path, a.SHA256, got)
+			}
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -579,4 +594,19 @@ func malformed(t *testing.T, s Suite) {
 		}
 		readAll()
 	}
+}
+
+// fileSHA256 returns the hex SHA-256 of a file.
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -35,7 +35,7 @@ var numpyDTypes = []tensor.DType{
 // reads, damaged archives.
 func TestConformance(t *testing.T) {
 	plugintest.Run(t, plugintest.Suite{
-		Plugin: Plugin(), Source: "npz", Sink: "npz", File: "model.npz", DTypes: numpyDTypes,
+		Plugin: Plugin(), Source: "npz", Sink: "npz", File: "model.npz", DTypes: numpyDTypes, Digests: true,
 		Header: func(r io.ReaderAt, size int64) error {
 			zr, err := zip.NewReader(r, size)
 			if err != nil {

@@ -106,6 +106,12 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	if err != nil {
 		return err
 	}
+	if opts.Digests {
+		// The local headers get their CRC-32s only at Commit, so no range
+		// is declared final (File.Final) before it: Commit hashes the
+		// archive while it syncs it.
+		f.StartDigest()
+	}
 	for _, e := range l.entries {
 		if _, err := f.WriteAt(e.localHeader(), int64(e.headOff)); err != nil {
 			f.Abort()
@@ -192,7 +198,11 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	if err := s.f.Commit(); err != nil {
 		return nil, err
 	}
-	return []plugin.Artifact{{Path: s.cfg.Path, Size: s.layout.size}}, nil
+	art := plugin.Artifact{Path: s.cfg.Path, Size: s.layout.size}
+	if sha, _, ok := s.f.Digest(); ok {
+		art.SHA256 = sha
+	}
+	return []plugin.Artifact{art}, nil
 }
 
 // Abort removes the temporary archive.

@@ -1,11 +1,18 @@
-// Sluice plugin protocol, version 1.1: version 1.0 plus partitioned sinks.
+// Sluice plugin protocol, version 1.2: version 1.1 plus digests computed by
+// sinks.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.1 host, and the reverse.
+// a 1.2 host, and the reverse.
+//
+// Added in 1.2:
+//   - BeginRequest.digests: the host asks the sink for the SHA-256 of every
+//     file it commits (Artifact.sha256), which a sink can compute while it
+//     writes; a sink that ignores it reports none, and the host reads the
+//     files itself.
 //
 // Added in 1.1:
 //   - PlanResponse.partitions: the sink can write a subset of its shards and
@@ -23,7 +30,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.1.proto
+// source: sluice_plugin_1.2.proto
 
 package pluginv1
 
@@ -180,7 +187,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.1.proto",
+	Metadata: "sluice_plugin_1.2.proto",
 }
 
 const (
@@ -399,7 +406,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.1.proto",
+	Metadata: "sluice_plugin_1.2.proto",
 }
 
 const (
@@ -696,5 +703,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.1.proto",
+	Metadata: "sluice_plugin_1.2.proto",
 }

@@ -1,11 +1,18 @@
-// Sluice plugin protocol, version 1.1: version 1.0 plus partitioned sinks.
+// Sluice plugin protocol, version 1.2: version 1.1 plus digests computed by
+// sinks.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.1 host, and the reverse.
+// a 1.2 host, and the reverse.
+//
+// Added in 1.2:
+//   - BeginRequest.digests: the host asks the sink for the SHA-256 of every
+//     file it commits (Artifact.sha256), which a sink can compute while it
+//     writes; a sink that ignores it reports none, and the host reads the
+//     files itself.
 //
 // Added in 1.1:
 //   - PlanResponse.partitions: the sink can write a subset of its shards and
@@ -23,7 +30,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.1.proto
+// source: sluice_plugin_1.2.proto
 
 package pluginv1
 
@@ -75,11 +82,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_1_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_2_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_1_proto_enumTypes[0]
+	return &file_sluice_plugin_1_2_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -88,7 +95,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -99,7 +106,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -111,7 +118,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -124,7 +131,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -143,7 +150,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +162,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +175,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -202,7 +209,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +221,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +234,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -250,7 +257,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +269,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +282,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -327,7 +334,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +346,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +359,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -406,7 +413,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +425,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +438,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -455,7 +462,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +474,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +487,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -528,7 +535,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +547,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +560,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -580,7 +587,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +599,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +612,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -626,7 +633,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +645,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +658,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -677,7 +684,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +696,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +709,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -721,7 +728,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +740,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +753,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -772,7 +779,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +791,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +804,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -859,7 +866,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +878,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +891,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -912,7 +919,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +931,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +944,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileRef) GetPath() string {
@@ -976,7 +983,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +995,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1008,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1056,7 +1063,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1075,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1088,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1107,7 +1114,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1126,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1139,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1155,7 +1162,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1174,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1187,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1242,7 +1249,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1261,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1274,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1314,7 +1321,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1333,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1346,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1366,7 +1373,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1385,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1398,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1467,7 +1474,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1486,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1499,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1520,7 +1527,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1539,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1552,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1579,7 +1586,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1598,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1611,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1632,7 +1639,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1651,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1664,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1699,7 +1706,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1718,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1731,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1785,14 +1792,16 @@ type BeginRequest struct {
 	// finalize (1.1) asks for the files that describe the whole set and
 	// nothing else: every shard file was committed by earlier sessions with
 	// shards set. No Write follows; Commit writes those files and reports them.
-	Finalize      bool `protobuf:"varint,6,opt,name=finalize,proto3" json:"finalize,omitempty"`
+	Finalize bool `protobuf:"varint,6,opt,name=finalize,proto3" json:"finalize,omitempty"`
+	// digests (1.2) asks for Artifact.sha256 of every file Commit reports.
+	Digests       bool `protobuf:"varint,7,opt,name=digests,proto3" json:"digests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1813,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1826,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -1862,6 +1871,13 @@ func (x *BeginRequest) GetFinalize() bool {
 	return false
 }
 
+func (x *BeginRequest) GetDigests() bool {
+	if x != nil {
+		return x.Digests
+	}
+	return false
+}
+
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1875,7 +1891,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +1903,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +1916,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1957,7 +1973,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +1985,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +1998,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2025,7 +2041,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2053,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2066,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2075,17 +2091,20 @@ func (x *WriteAck) GetDone() bool {
 }
 
 type Artifact struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Size          uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Sha256        string                 `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Size  uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// sha256, hex, of the committed file's bytes; empty when the sink did not
+	// compute it. It must be exact: the host records it in run manifests and
+	// signatures without reading the file.
+	Sha256        string `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2116,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2129,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2143,7 +2162,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2174,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_1_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_2_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2187,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_1_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_2_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2178,11 +2197,11 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_1_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_2_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_1_proto_rawDesc = "" +
+const file_sluice_plugin_1_2_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.1.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x17sluice_plugin_1.2.proto\x12\x10sluice.plugin.v1\"\a\n" +
 	"\x05Empty\"^\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
@@ -2310,7 +2329,7 @@ const file_sluice_plugin_1_1_proto_rawDesc = "" +
 	"\x10embeds_signature\x18\x05 \x01(\bR\x0fembedsSignature\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x06 \x01(\bR\n" +
-	"partitions\"\xdb\x01\n" +
+	"partitions\"\xf5\x01\n" +
 	"\fBeginRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.sluice.plugin.v1.ManifestR\bmanifest\x12\x1f\n" +
@@ -2318,7 +2337,8 @@ const file_sluice_plugin_1_1_proto_rawDesc = "" +
 	"signingKey\x12$\n" +
 	"\x0esigning_key_id\x18\x04 \x01(\tR\fsigningKeyId\x12\x16\n" +
 	"\x06shards\x18\x05 \x03(\rR\x06shards\x12\x1a\n" +
-	"\bfinalize\x18\x06 \x01(\bR\bfinalize\"|\n" +
+	"\bfinalize\x18\x06 \x01(\bR\bfinalize\x12\x18\n" +
+	"\adigests\x18\a \x01(\bR\adigests\"|\n" +
 	"\fWriteRequest\x124\n" +
 	"\x05start\x18\x01 \x01(\v2\x1c.sluice.plugin.v1.WriteStartH\x00R\x05start\x12/\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x17.sluice.plugin.v1.ChunkH\x00R\x05chunkB\x05\n" +
@@ -2356,20 +2376,20 @@ const file_sluice_plugin_1_1_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_1_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_1_proto_rawDescData []byte
+	file_sluice_plugin_1_2_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_2_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_1_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_1_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_1_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_1_proto_rawDesc), len(file_sluice_plugin_1_1_proto_rawDesc)))
+func file_sluice_plugin_1_2_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_2_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_2_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_2_proto_rawDesc), len(file_sluice_plugin_1_2_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_1_proto_rawDescData
+	return file_sluice_plugin_1_2_proto_rawDescData
 }
 
-var file_sluice_plugin_1_1_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_1_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
-var file_sluice_plugin_1_1_proto_goTypes = []any{
+var file_sluice_plugin_1_2_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_2_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_sluice_plugin_1_2_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2406,7 +2426,7 @@ var file_sluice_plugin_1_1_proto_goTypes = []any{
 	(*CommitResponse)(nil),   // 33: sluice.plugin.v1.CommitResponse
 	nil,                      // 34: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_1_proto_depIdxs = []int32{
+var file_sluice_plugin_1_2_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -2462,20 +2482,20 @@ var file_sluice_plugin_1_1_proto_depIdxs = []int32{
 	0,  // [0:24] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_1_proto_init() }
-func file_sluice_plugin_1_1_proto_init() {
-	if File_sluice_plugin_1_1_proto != nil {
+func init() { file_sluice_plugin_1_2_proto_init() }
+func file_sluice_plugin_1_2_proto_init() {
+	if File_sluice_plugin_1_2_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_1_proto_msgTypes[18].OneofWrappers = []any{
+	file_sluice_plugin_1_2_proto_msgTypes[18].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_1_proto_msgTypes[21].OneofWrappers = []any{
+	file_sluice_plugin_1_2_proto_msgTypes[21].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_1_proto_msgTypes[28].OneofWrappers = []any{
+	file_sluice_plugin_1_2_proto_msgTypes[28].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 	}
@@ -2483,18 +2503,18 @@ func file_sluice_plugin_1_1_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_1_proto_rawDesc), len(file_sluice_plugin_1_1_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_2_proto_rawDesc), len(file_sluice_plugin_1_2_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_1_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_1_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_1_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_1_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_2_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_2_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_2_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_2_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_1_proto = out.File
-	file_sluice_plugin_1_1_proto_goTypes = nil
-	file_sluice_plugin_1_1_proto_depIdxs = nil
+	File_sluice_plugin_1_2_proto = out.File
+	file_sluice_plugin_1_2_proto_goTypes = nil
+	file_sluice_plugin_1_2_proto_depIdxs = nil
 }
