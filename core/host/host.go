@@ -384,8 +384,10 @@ func FileSHA256(p string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	// 1 MiB reads instead of io.Copy's 32 KiB (the struct hides
+	// os.File.WriteTo, which would pick that size).
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, make([]byte, 1<<20)); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", p, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -47,6 +47,9 @@ func Finalize(ctx context.Context, pl *plan.Plan, pv *Provenance) (*Finalized, e
 		found map[Partition]*Manifest
 		parts map[int]*Manifest // of the run's partition count
 	}
+	if err := pv.waitBinaries(); err != nil {
+		return nil, err
+	}
 	var sinks []*sinkParts
 	counts := map[int][]string{}
 	for _, sk := range pl.Sinks {

@@ -41,11 +41,27 @@ type Provenance struct {
 	// candidates are the input files found from the sources' `path`
 	// attributes (absolute, sorted).
 	candidates []string
+	// binaries is closed once SluiceSHA256 and the plugins' SHA256 are
+	// filled in (or binariesErr set): the binaries are hashed in the
+	// background, while the plugins start. Read them after waitBinaries.
+	binaries    chan struct{}
+	binariesErr error
+}
+
+// waitBinaries waits for the digests of the sluice and plugin binaries.
+func (pv *Provenance) waitBinaries() error {
+	if pv.binaries == nil { // not made by NewProvenance
+		return nil
+	}
+	<-pv.binaries
+	return pv.binariesErr
 }
 
 // NewProvenance records the pipeline, its variables and the plugins its
-// enabled stages use (hashing each plugin binary). Built-in plugins and
-// transforms are served by the sluice binary, whose digest stands for them.
+// enabled stages use. Built-in plugins and transforms are served by the
+// sluice binary, whose digest stands for them. The binaries are hashed in
+// the background (tens of milliseconds for sluice's own): what needs their
+// digests waits for them.
 func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provenance, error) {
 	pv := &Provenance{Sluice: version, Pipeline: PipelineRecord{Digest: p.Digest, Variables: map[string]json.RawMessage{}}}
 	var sens bytes.Buffer
@@ -73,8 +89,10 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 		pv.Pipeline.Sensitive = fingerprint(salt[:], pv.sensitive)
 	}
 
-	byName := map[string]PluginRecord{}
-	digests := map[string]string{}
+	// The plugins and their binaries; the digests come later.
+	var plugins []PluginRecord
+	var bins []string
+	seen := map[string]bool{}
 	for _, st := range p.Stages {
 		if !st.Enabled || st.Kind == pipeline.Transform {
 			continue
@@ -83,38 +101,50 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 		if !ok {
 			return nil, fmt.Errorf("%s: no plugin provides a %s of type %q", st.Addr(), st.Kind, st.Type)
 		}
-		if _, done := byName[name]; done {
+		if seen[name] {
 			continue
 		}
+		seen[name] = true
 		bin, builtin, err := h.Binary(name)
 		if err != nil {
 			return nil, err
 		}
-		sum, ok := digests[bin]
-		if !ok {
-			if sum, err = host.FileSHA256(bin); err != nil {
-				return nil, fmt.Errorf("plugin %s: %w", name, err)
-			}
-			digests[bin] = sum
-		}
-		byName[name] = PluginRecord{Name: name, Version: info.Version, Protocol: fmt.Sprintf("%d.%d", plugin.ProtocolVersion, info.ProtocolMinor), SHA256: sum, Builtin: builtin}
+		plugins = append(plugins, PluginRecord{Name: name, Version: info.Version, Protocol: fmt.Sprintf("%d.%d", plugin.ProtocolVersion, info.ProtocolMinor), Builtin: builtin})
+		bins = append(bins, bin)
 	}
+	sort.Sort(byPluginName{plugins, bins})
 	// Transforms run inside sluice: the binary's digest covers them.
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the sluice binary: %w", err)
 	}
-	sum, ok := digests[exe]
-	if !ok {
-		if sum, err = host.FileSHA256(exe); err != nil {
-			return nil, fmt.Errorf("hashing the sluice binary: %w", err)
+	pv.binaries = make(chan struct{})
+	go func() {
+		defer close(pv.binaries)
+		digests := map[string]string{}
+		hash := func(bin string) (string, error) {
+			if sum, ok := digests[bin]; ok {
+				return sum, nil
+			}
+			sum, err := host.FileSHA256(bin)
+			digests[bin] = sum
+			return sum, err
 		}
-	}
-	pv.SluiceSHA256 = sum
-	for _, r := range byName {
-		pv.Plugins = append(pv.Plugins, r)
-	}
-	sort.Slice(pv.Plugins, func(i, j int) bool { return pv.Plugins[i].Name < pv.Plugins[j].Name })
+		for i := range plugins {
+			sum, err := hash(bins[i])
+			if err != nil {
+				pv.binariesErr = fmt.Errorf("plugin %s: %w", plugins[i].Name, err)
+				return
+			}
+			plugins[i].SHA256 = sum
+		}
+		sum, err := hash(exe)
+		if err != nil {
+			pv.binariesErr = fmt.Errorf("hashing the sluice binary: %w", err)
+			return
+		}
+		pv.SluiceSHA256, pv.Plugins = sum, plugins
+	}()
 
 	files, err := sourceFiles(p)
 	if err != nil {
@@ -122,6 +152,19 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 	}
 	pv.candidates = files
 	return pv, nil
+}
+
+// byPluginName sorts plugin records, and their binaries with them, by name.
+type byPluginName struct {
+	recs []PluginRecord
+	bins []string
+}
+
+func (b byPluginName) Len() int           { return len(b.recs) }
+func (b byPluginName) Less(i, j int) bool { return b.recs[i].Name < b.recs[j].Name }
+func (b byPluginName) Swap(i, j int) {
+	b.recs[i], b.recs[j] = b.recs[j], b.recs[i]
+	b.bins[i], b.bins[j] = b.bins[j], b.bins[i]
 }
 
 func valueJSON(v cty.Value) (json.RawMessage, error) {

@@ -66,6 +66,9 @@ func StartRecording(ctx context.Context, pv *Provenance, full, runPlan *plan.Pla
 // its outputs (for a partition, the partition's manifest), once every output
 // is committed. It returns the manifests' paths.
 func (r *Recorder) Finish(res *Result) ([]string, error) {
+	if err := r.prov.waitBinaries(); err != nil {
+		return nil, fmt.Errorf("the outputs were committed, but the binaries could not be recorded: %w", err)
+	}
 	inputs, err := r.inputs.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("the outputs were committed, but the inputs could not be recorded: %w", err)

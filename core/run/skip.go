@@ -27,6 +27,9 @@ import (
 // those partition part wrote. The result is "" when the run can be skipped,
 // else the first difference found, for people.
 func Unchanged(p *pipeline.Pipeline, pv *Provenance, part *Partition) (string, error) {
+	if err := pv.waitBinaries(); err != nil {
+		return "", err
+	}
 	var paths []string
 	for _, st := range p.Stages {
 		if !st.Enabled || st.Kind != pipeline.Sink {
