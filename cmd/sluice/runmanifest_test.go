@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/run"
 )
 
@@ -56,14 +54,11 @@ func sampleDir(t *testing.T) string {
 
 func fileSHA256(t *testing.T, p string) string {
 	t.Helper()
-	f, err := os.Open(p)
+	sum, err := host.FileSHA256(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	io.Copy(h, f)
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }
 
 func readRunManifest(t *testing.T, p string) *run.Manifest {
