@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -337,5 +338,81 @@ func TestCIArtifact(t *testing.T) {
 		if _, _, code := sluice(t, "verify", p, "--key", "another-key", "--quiet"); code != exitBadInput {
 			t.Errorf("verify %s with the wrong key: exit %d, want %d", p, code, exitBadInput)
 		}
+	}
+}
+
+// TestRecordedDigestsAreTheOutputs runs every built-in writer, sharded and
+// not, in and out of process, and checks that each digest the run manifests
+// record — computed by the sinks while they wrote (protocol 1.2) — is the
+// SHA-256 of the file on disk.
+func TestRecordedDigestsAreTheOutputs(t *testing.T) {
+	model := copySample(t, filepath.Join(t.TempDir(), "model"))
+	for _, mode := range []string{"out of process", "in-process"} {
+		t.Run(mode, func(t *testing.T) {
+			out := t.TempDir()
+			pipe := filepath.Join(t.TempDir(), "pipeline.hcl")
+			src := fmt.Sprintf(`
+source "safetensors" "in" {
+  path = %q
+}
+transform "shard" "small" {
+  input    = source.in
+  max_size = "100KB"
+}
+transform "quantize" "q8" {
+  input = source.in
+  type  = "q8_0"
+}
+sink "safetensors" "st" {
+  input = transform.small
+  path  = "%[2]s/st/model.safetensors"
+}
+sink "gguf" "split" {
+  input = transform.small
+  path  = "%[2]s/gguf/model.gguf"
+}
+sink "gguf" "q8" {
+  input = transform.q8
+  path  = "%[2]s/q8/model.gguf"
+}
+sink "apsim" "set" {
+  input = transform.small
+  path  = "%[2]s/apsim/model.apsim"
+}
+sink "apr" "apr" {
+  input = source.in
+  path  = "%[2]s/apr/model.apr"
+}
+`, model, out)
+			if err := os.WriteFile(pipe, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", pipe, "--quiet"}
+			if mode == "in-process" {
+				args = append(args, "--in-process")
+			}
+			mustRun(t, args...)
+			manifests, _ := filepath.Glob(filepath.Join(out, "*", "*"+run.ManifestSuffix))
+			if len(manifests) != 5 {
+				t.Fatalf("%d run manifests, want one per sink: %v", len(manifests), manifests)
+			}
+			checked := 0
+			for _, mp := range manifests {
+				m := readRunManifest(t, mp)
+				for _, o := range m.Outputs {
+					p := o.Path
+					if !filepath.IsAbs(p) {
+						p = filepath.Join(filepath.Dir(mp), p)
+					}
+					if got := fileSHA256(t, p); got != o.SHA256 {
+						t.Errorf("%s records %s for %s, the file's SHA-256 is %s", mp, o.SHA256, o.Path, got)
+					}
+					checked++
+				}
+			}
+			if checked < 12 {
+				t.Errorf("only %d outputs recorded; the sharded sinks should write several files each", checked)
+			}
+		})
 	}
 }
