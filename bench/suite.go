@@ -203,10 +203,19 @@ func (s *suite) build() {
 		}
 		// Every sluice run records a run manifest: the SHA-256 of every
 		// input and output file. Two scenarios also run without, to show
-		// what that costs and what the data plane does alone.
+		// what that costs and what the data plane does alone; the
+		// passthrough also without syncing its output, which is the work
+		// cp does.
+		var variants []variant
 		if sc.slug == "st" || sc.slug == "q8_0" {
-			name := sc.name + " (no run manifest)"
-			nm := append(append([]string(nil), base...), "--run-manifest=false")
+			variants = append(variants, variant{" (no run manifest)", []string{"--run-manifest=false"}})
+		}
+		if sc.slug == "st" {
+			variants = append(variants, variant{" (no run manifest, --fsync=false)", []string{"--run-manifest=false", "--fsync=false"}})
+		}
+		for _, v := range variants {
+			name := sc.name + v.suffix
+			nm := append(append([]string(nil), base...), v.flags...)
 			op := add(&item{name: name, group: sc.group, mode: "out of process", argv: nm, out: out, input: sc.input, srcDType: sc.src, output: output})
 			ip := add(&item{name: name, group: sc.group, mode: "in-process", argv: append(append([]string(nil), nm...), "--in-process"), out: out, input: sc.input, srcDType: sc.src, output: output})
 			if op != nil {
@@ -220,6 +229,12 @@ func (s *suite) build() {
 		add(&item{name: "info gguf " + bytesize.Human(uint64(fileSize(in.f16GGUF))), group: "info", argv: []string{s.sluice, "info", in.f16GGUF}})
 	}
 	add(&item{name: "info gguf 150k vocab", group: "info", argv: []string{s.sluice, "info", in.vocab}})
+}
+
+// variant is a scenario run again with more flags.
+type variant struct {
+	suffix string // added to the scenario's name
+	flags  []string
 }
 
 // q4kmTransform quantizes as llama-quantize Q4_K_M does, 1-D tensors f32.

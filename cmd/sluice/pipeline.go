@@ -131,6 +131,8 @@ type prepared struct {
 	pl    *plan.Plan
 	heap  uint64
 	arena *plugin.Arena
+	// noFsync renames the outputs into place without syncing them.
+	noFsync bool
 }
 
 func (pr *prepared) close() {
@@ -265,6 +267,7 @@ func (a *app) runPlan(ctx context.Context, pr *prepared, pl *plan.Plan) (*run.Re
 		Workers:    a.workerCount(),
 		Sources:    pr.sess.Env.Sources,
 		Progress:   prog,
+		NoFsync:    pr.noFsync,
 	})
 	prog.finish(err == nil)
 	if err != nil {

@@ -17,6 +17,7 @@ type runFlags struct {
 	skipUnchanged bool
 	partition     string
 	manifest      bool
+	fsync         bool
 }
 
 func (rf *runFlags) add(cmd *cobra.Command) {
@@ -25,6 +26,8 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&rf.partition, "partition", "",
 		"run partition `INDEX/COUNT` of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; sluice finalize completes the run")
 	cmd.Flags().BoolVar(&rf.manifest, "run-manifest", true, "write NAME.sluice-run.json beside each sink's outputs")
+	cmd.Flags().BoolVar(&rf.fsync, "fsync", true,
+		"sync every output before renaming it into place; false still never leaves a half-written file under an output's name when sluice is killed, but a crash of the machine may (for outputs that are uploaded or thrown away at once)")
 }
 
 func (rf *runFlags) parse() (*run.Partition, error) {
@@ -52,7 +55,7 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 	if err != nil {
 		return err
 	}
-	pr := &prepared{h: h, arena: arena, heap: heap}
+	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !rf.fsync}
 	defer pr.close()
 	if pr.p, err = a.load(path, vf, h); err != nil {
 		return err
@@ -101,6 +104,9 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
+		if !rf.fsync {
+			rec.SkipFsync()
+		}
 	}
 	res, err := a.runPlan(ctx, pr, runPlan)
 	if err != nil {

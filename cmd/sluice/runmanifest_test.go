@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,12 +343,14 @@ func TestCIArtifact(t *testing.T) {
 }
 
 // TestRecordedDigestsAreTheOutputs runs every built-in writer, sharded and
-// not, in and out of process, and checks that each digest the run manifests
-// record — computed by the sinks while they wrote (protocol 1.2) — is the
-// SHA-256 of the file on disk.
+// not, in and out of process, with and without --fsync=false, and checks
+// that each digest the run manifests record — computed by the sinks while
+// they wrote (protocol 1.2) — is the SHA-256 of the file on disk, and that
+// every mode writes the same bytes.
 func TestRecordedDigestsAreTheOutputs(t *testing.T) {
 	model := copySample(t, filepath.Join(t.TempDir(), "model"))
-	for _, mode := range []string{"out of process", "in-process"} {
+	var first map[string][]byte
+	for _, mode := range []string{"out of process", "in-process", "out of process, --fsync=false", "in-process, --fsync=false"} {
 		t.Run(mode, func(t *testing.T) {
 			out := t.TempDir()
 			pipe := filepath.Join(t.TempDir(), "pipeline.hcl")
@@ -388,10 +391,19 @@ sink "apr" "apr" {
 				t.Fatal(err)
 			}
 			args := []string{"run", pipe, "--quiet"}
-			if mode == "in-process" {
+			if strings.HasPrefix(mode, "in-process") {
 				args = append(args, "--in-process")
 			}
+			if strings.HasSuffix(mode, "--fsync=false") {
+				args = append(args, "--fsync=false")
+			}
 			mustRun(t, args...)
+			files := withoutManifests(listFiles(t, out))
+			if first == nil {
+				first = files
+			} else if !maps.EqualFunc(first, files, bytes.Equal) {
+				t.Errorf("the outputs differ from the first mode's")
+			}
 			manifests, _ := filepath.Glob(filepath.Join(out, "*", "*"+run.ManifestSuffix))
 			if len(manifests) != 5 {
 				t.Fatalf("%d run manifests, want one per sink: %v", len(manifests), manifests)

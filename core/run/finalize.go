@@ -277,7 +277,7 @@ func finalizeSink(ctx context.Context, sk *plan.SinkPlan) ([]plugin.Artifact, er
 		sink.Abort(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	sigs, err := signDetached(sk, arts)
+	sigs, err := signDetached(sk, arts, true)
 	if err != nil {
 		return nil, err
 	}

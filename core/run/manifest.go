@@ -201,7 +201,11 @@ func (m *Manifest) Encode() ([]byte, error) {
 }
 
 // WriteManifest writes m to path atomically.
-func WriteManifest(path string, m *Manifest) error {
+func WriteManifest(path string, m *Manifest) error { return writeManifest(path, m, true) }
+
+// writeManifest writes m to path atomically, synced before its rename
+// unless fsync is false.
+func writeManifest(path string, m *Manifest, fsync bool) error {
 	b, err := m.Encode()
 	if err != nil {
 		return err
@@ -209,6 +213,9 @@ func WriteManifest(path string, m *Manifest) error {
 	f, err := atomicfile.Create(path, int64(len(b)))
 	if err != nil {
 		return err
+	}
+	if !fsync {
+		f.SkipFsync()
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Abort()

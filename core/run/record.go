@@ -25,7 +25,12 @@ type Recorder struct {
 	partition *Partition
 	started   time.Time
 	inputs    *InputDigests
+	noFsync   bool
 }
+
+// SkipFsync writes the run manifests without syncing them, for a run whose
+// outputs are not synced either (Options.NoFsync).
+func (r *Recorder) SkipFsync() { r.noFsync = true }
 
 // StartRecording prepares the manifests of a run of full — or, with part
 // set, of the part of it that runPlan (the plan Assignment.Restrict
@@ -96,7 +101,7 @@ func (r *Recorder) Finish(res *Result) ([]string, error) {
 				return written, fmt.Errorf("the outputs were committed, but %w", err)
 			}
 		}
-		if err := WriteManifest(path, m); err != nil {
+		if err := writeManifest(path, m, !r.noFsync); err != nil {
 			return written, fmt.Errorf("the outputs were committed, but the run manifest could not be written: %w", err)
 		}
 		written = append(written, path)

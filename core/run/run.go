@@ -43,6 +43,10 @@ type Options struct {
 	Sources map[*pipeline.Stage]plugin.Source
 	// Progress, when set, hears about the bytes done.
 	Progress Progress
+	// NoFsync gives up durability against a crash of the machine (sluice
+	// run --fsync=false): sinks are begun with BeginOptions.NoFsync, and
+	// detached signatures are renamed into place unsynced.
+	NoFsync bool
 }
 
 // Progress receives progress reports. Implementations must be safe for
@@ -95,7 +99,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	}
 	for _, sk := range pl.Sinks {
 		begun = append(begun, sk)
-		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID}
+		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID, NoFsync: opts.NoFsync}
 		if err := sk.Sink.Begin(ctx, sk.Final, opt); err != nil {
 			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: noSpace(sk, err)})
 		}
@@ -118,7 +122,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 			begun = pl.Sinks[i:]
 			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: noSpace(sk, err)})
 		}
-		sigs, err := signDetached(sk, arts)
+		sigs, err := signDetached(sk, arts, !opts.NoFsync)
 		if err != nil {
 			begun = pl.Sinks[i+1:]
 			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: err})

@@ -116,7 +116,9 @@ func (k *memSink) Begin(_ context.Context, m *tensor.Manifest, opts plugin.Begin
 	defer k.s.mu.Unlock()
 	k.s.Manifest = m.Clone()
 	k.s.Data = map[string][]byte{}
-	k.s.Options = plugin.BeginOptions{SigningKey: append([]byte(nil), opts.SigningKey...), SigningKeyID: opts.SigningKeyID}
+	k.s.Options = opts
+	k.s.Options.SigningKey = append([]byte(nil), opts.SigningKey...)
+	k.s.Options.Shards = append([]int(nil), opts.Shards...)
 	return nil
 }
 
@@ -216,6 +218,8 @@ type Options struct {
 	HeapBudget uint64
 	// PlanOnly stops after planning.
 	PlanOnly bool
+	// NoFsync is run.Options.NoFsync.
+	NoFsync bool
 }
 
 // Result is a run's outcome.
@@ -304,7 +308,7 @@ func Run(ctx context.Context, src string, opts Options) (*Result, error) {
 	if heap == 0 {
 		heap = 64 << 20
 	}
-	r, err := run.Execute(ctx, pl, run.Options{Arena: arena, HeapBudget: heap, Workers: opts.Workers, Sources: env.Sources})
+	r, err := run.Execute(ctx, pl, run.Options{Arena: arena, HeapBudget: heap, Workers: opts.Workers, Sources: env.Sources, NoFsync: opts.NoFsync})
 	if err != nil {
 		return res, err
 	}

@@ -703,3 +703,32 @@ sink "mem" "out" {
 	}
 	_ = binary.LittleEndian
 }
+
+// TestNoFsyncReachesSinksAndSignatures: a run told not to sync its outputs
+// begins every sink with BeginOptions.NoFsync, still signs, and a default
+// run does not set it.
+func TestNoFsyncReachesSinksAndSignatures(t *testing.T) {
+	for _, noFsync := range []bool{false, true} {
+		dir := t.TempDir()
+		c := &runtest.Checkpoint{}
+		c.Add("w", tensor.F32, []uint64{4}, seq(4))
+		out := filepath.Join(dir, "m.bin")
+		res := run(t, fmt.Sprintf(`
+source "mem" "in" { id = "in" }
+transform "sign" "me" {
+  input = source.in
+  key   = "k-1"
+}
+sink "mem" "out" {
+  input = transform.me
+  id    = "out"
+  path  = %q
+}`, out), runtest.Options{Sources: sources(c), NoFsync: noFsync})
+		if got := res.Sinks["out"].Options.NoFsync; got != noFsync {
+			t.Errorf("run with NoFsync %v: the sink was begun with NoFsync %v", noFsync, got)
+		}
+		if _, err := detached.Verify(out, []byte("k-1")); err != nil {
+			t.Errorf("NoFsync %v: %v", noFsync, err)
+		}
+	}
+}

@@ -73,6 +73,18 @@ type Sink struct {
 	begun    bool
 	finished bool
 	cache    *metaCache
+	// noFsync is set when Begin was told the outputs need no fsync.
+	noFsync bool
+}
+
+// createFile starts an output (or a spool file) under a temporary name,
+// unsynced at its commit when Begin was told so.
+func (s *Sink) createFile(path string, size int64) (*atomicfile.File, error) {
+	f, err := atomicfile.Create(path, size)
+	if err == nil && s.noFsync {
+		f.SkipFsync()
+	}
+	return f, err
 }
 
 // metaCache keeps the metadata derived in Plan for Begin, which gets the
@@ -254,6 +266,7 @@ func (s *Sink) Begin(_ context.Context, m *tensor.Manifest, opts plugin.BeginOpt
 		return fmt.Errorf("%s: Begin called twice", s.path)
 	}
 	s.begun = true
+	s.noFsync = opts.NoFsync
 	for i := range m.Tensors {
 		if !Writable(m.Tensors[i].DType) {
 			return &plugin.InputError{File: s.path, Tensor: m.Tensors[i].Name, Msg: fmt.Sprintf("dtype %s arrived unconverted; the APR sink writes only f32, f16, bf16, q4_K, q6_K, apr_q4 and apr_q8", m.Tensors[i].DType)}
@@ -301,17 +314,17 @@ func (s *Sink) create(f *outFile) error {
 	var err error
 	switch {
 	case s.opts.Compression == CompressionNone:
-		if f.out, err = atomicfile.Create(fp.path, int64(fp.size)); err != nil {
+		if f.out, err = s.createFile(fp.path, int64(fp.size)); err != nil {
 			return err
 		}
 		_, err = f.out.WriteAt(fp.prologue(s.opts.Layout), 0)
 	case s.opts.Layout == LayoutAprender:
-		if f.spool, err = atomicfile.Create(fp.path+".uncompressed", int64(fp.size)); err != nil {
+		if f.spool, err = s.createFile(fp.path+".uncompressed", int64(fp.size)); err != nil {
 			return err
 		}
 		_, err = f.spool.WriteAt(fp.prologue(s.opts.Layout), 0)
 	default:
-		f.spool, err = atomicfile.Create(fp.path+".chunks", 0)
+		f.spool, err = s.createFile(fp.path+".chunks", 0)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: writing the header: %w", fp.path, err)
@@ -361,9 +374,9 @@ func (s *Sink) write(ctx context.Context, sl slot, data plugin.TensorData) error
 	at := int64(fp.dataOffset + fp.offsets[sl.i])
 	switch {
 	case s.opts.Compression == CompressionNone:
-		return plugin.CopyToFile(sl.f.out.File, at, data)
+		return plugin.CopyToFile(sl.f.out, at, data)
 	case s.opts.Layout == LayoutAprender:
-		return plugin.CopyToFile(sl.f.spool.File, at, data)
+		return plugin.CopyToFile(sl.f.spool, at, data)
 	}
 	cw := &chunkWriter{s: s, f: sl.f, buf: make([]byte, 0, 1<<20)}
 	var enc io.WriteCloser
@@ -563,7 +576,7 @@ func (s *Sink) finishWholeFile(f *outFile) (plugin.Artifact, error) {
 	if _, err := sealInPlace(f.spool.File, fp.path, size, LayoutAprender); err != nil {
 		return plugin.Artifact{}, err
 	}
-	out, err := atomicfile.Create(fp.path, 0)
+	out, err := s.createFile(fp.path, 0)
 	if err != nil {
 		return plugin.Artifact{}, err
 	}
@@ -634,7 +647,7 @@ func (s *Sink) finishPerTensor(ctx context.Context, f *outFile) (plugin.Artifact
 		}
 	}
 	fp.layOutSizes(s.opts, s.meta, quantized, stored)
-	out, err := atomicfile.Create(fp.path, int64(fp.size))
+	out, err := s.createFile(fp.path, int64(fp.size))
 	if err != nil {
 		return plugin.Artifact{}, err
 	}
@@ -650,7 +663,7 @@ func (s *Sink) finishPerTensor(ctx context.Context, f *outFile) (plugin.Artifact
 				return plugin.Artifact{}, err
 			}
 			ref := tensor.FileRef{Path: spoolPath, Offset: uint64(r.off), Length: uint64(r.n)}
-			if err := plugin.CopyToFile(out.File, at, plugin.FileData(ref)); err != nil {
+			if err := plugin.CopyToFile(out, at, plugin.FileData(ref)); err != nil {
 				return plugin.Artifact{}, err
 			}
 			at += r.n

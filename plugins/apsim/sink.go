@@ -51,9 +51,11 @@ type Sink struct {
 	digests []*atomicfile.Follower
 	// fileDigests is set when Begin was asked for the outputs' SHA-256.
 	fileDigests bool
-	signKey     *keyring.Key
-	written     map[string]bool
-	done        bool
+	// noFsync is set when Begin was told the outputs need no fsync.
+	noFsync bool
+	signKey *keyring.Key
+	written map[string]bool
+	done    bool
 	// partial is set when Begin was asked for some shards only (protocol
 	// 1.1): the index is left to a finalize run.
 	partial bool
@@ -430,7 +432,7 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.outs = make([]*atomicfile.File, len(lp.shards))
 	s.digests = make([]*atomicfile.Follower, len(lp.shards))
-	s.fileDigests = opts.Digests
+	s.fileDigests, s.noFsync = opts.Digests, opts.NoFsync
 	for i, sh := range lp.shards {
 		if !want[i] {
 			continue
@@ -443,6 +445,9 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		s.outs[i] = f
 		if opts.Digests {
 			f.StartDigest()
+		}
+		if opts.NoFsync {
+			f.SkipFsync()
 		}
 		sh.planExtents()
 		s.digests[i] = f.Follow(newDigest(sh.meta, sh.layout.Tensors), int64(len(sh.layout.Prefix)))
@@ -506,7 +511,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		return fmt.Errorf("apsim sink %s: tensor %q: got %d bytes, planned %d", s.cfg.Path, name, data.Size(), pl.size)
 	}
 	if pl.q == nil {
-		if err := plugin.CopyToFile(out.File, pl.offset, data); err != nil {
+		if err := plugin.CopyToFile(out, pl.offset, data); err != nil {
 			return fmt.Errorf("apsim sink %s: tensor %q: %w", s.cfg.Path, name, err)
 		}
 		s.plan.shards[pl.shard].final(out, pl.offset, pl.size)
@@ -655,6 +660,9 @@ func (s *Sink) writeIndex(ix *index) (plugin.Artifact, error) {
 	f, err := atomicfile.Create(p, int64(len(b)))
 	if err != nil {
 		return plugin.Artifact{}, err
+	}
+	if s.noFsync {
+		f.SkipFsync()
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Abort()

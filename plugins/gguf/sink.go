@@ -447,6 +447,9 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		if opts.Digests {
 			af.StartDigest()
 		}
+		if opts.NoFsync {
+			af.SkipFsync()
+		}
 		// extents[0] is the header's, extents[i+1] tensor i's.
 		starts, sizes := []int64{0}, []int64{int64(len(f.layout.Header))}
 		for i, off := range f.layout.Offsets {
@@ -502,7 +505,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		return fail(fmt.Errorf("%d bytes arrived, %d planned", data.Size(), t.size))
 	}
 	if t.permute == nil {
-		if err := plugin.CopyToFile(f.File, int64(t.offset), data); err != nil {
+		if err := plugin.CopyToFile(f, int64(t.offset), data); err != nil {
 			return fail(err)
 		}
 		f.Final(int64(t.offset), t.extent)

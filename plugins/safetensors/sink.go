@@ -44,6 +44,8 @@ type Sink struct {
 	ties map[string]string
 	// digests is set when Begin was asked for the outputs' SHA-256.
 	digests bool
+	// noFsync is set when Begin was told the outputs need no fsync.
+	noFsync bool
 	mu      sync.Mutex
 	files   []*atomicfile.File
 	places  map[string]place
@@ -286,7 +288,7 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.plan = sp
 	s.places = map[string]place{}
-	s.digests = opts.Digests
+	s.digests, s.noFsync = opts.Digests, opts.NoFsync
 	want, err := s.selectShards(opts)
 	if err != nil {
 		return err
@@ -304,6 +306,9 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		s.outIdx = append(s.outIdx, i)
 		if s.digests {
 			f.StartDigest()
+		}
+		if s.noFsync {
+			f.SkipFsync()
 		}
 		if _, err := f.WriteAt(o.layout.Prefix, 0); err != nil {
 			s.Abort(ctx)
@@ -370,7 +375,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 	if data.Size() != pl.size {
 		return fmt.Errorf("safetensors sink: tensor %q arrives with %d bytes, planned %d", name, data.Size(), pl.size)
 	}
-	if err := plugin.CopyToFile(pl.file.File, pl.off, data); err != nil {
+	if err := plugin.CopyToFile(pl.file, pl.off, data); err != nil {
 		return fmt.Errorf("writing tensor %q to %s: %w", name, pl.file.FinalPath(), err)
 	}
 	pl.file.Final(pl.off, pl.extent)
@@ -405,7 +410,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		extra[filepath.Join(filepath.Dir(s.cfg.Path), n)] = b
 	}
 	for _, p := range sortedKeys(extra) {
-		if err := writeWhole(p, extra[p]); err != nil {
+		if err := writeWhole(p, extra[p], s.noFsync); err != nil {
 			return nil, err
 		}
 		art := plugin.Artifact{Path: p, Size: uint64(len(extra[p]))}
@@ -419,10 +424,13 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	return arts, nil
 }
 
-func writeWhole(p string, b []byte) error {
+func writeWhole(p string, b []byte, noFsync bool) error {
 	f, err := atomicfile.Create(p, 0)
 	if err != nil {
 		return err
+	}
+	if noFsync {
+		f.SkipFsync()
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Abort()

@@ -1,7 +1,9 @@
 // Package atomicfile writes output files so that nothing half-written ever
 // appears under the final name: data goes to a temporary file in the same
 // directory, which Commit syncs and renames into place (then syncs the
-// directory) and Abort removes.
+// directory) and Abort removes. A file told SkipFsync is renamed without the
+// syncs: still never half-written under its name while the machine runs, but
+// a crash of the machine may leave it incomplete.
 //
 // Temporary names are ".NAME.sluice-tmp-PID-RANDOM". CleanStale removes those
 // left behind by a process that no longer runs.
@@ -26,6 +28,7 @@ type File struct {
 	mu        sync.Mutex
 	done      bool
 	committed bool
+	noFsync   bool
 	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
 	followers []*Follower // dig and those Follow started
 }
@@ -184,8 +187,10 @@ func (f *File) Commit() error {
 		hashed = make(chan error, 1)
 		go func() { hashed <- f.dig.Finish(st.Size()) }()
 	}
-	if err := f.File.Sync(); err != nil {
-		return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
+	if !f.noFsync {
+		if err := fsync(f.File); err != nil {
+			return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
+		}
 	}
 	if hashed != nil {
 		if err := <-hashed; err != nil {
@@ -202,8 +207,34 @@ func (f *File) Commit() error {
 		return fmt.Errorf("renaming into %s: %w", f.final, err)
 	}
 	f.committed = true
+	if f.noFsync {
+		return nil
+	}
 	return SyncDir(filepath.Dir(f.final))
 }
+
+// SkipFsync makes Commit rename the file without syncing it or its
+// directory first. The rename still keeps a killed process from leaving a
+// half-written file under the final name; only a crash of the machine
+// (power, kernel) before the kernel has written the file back may. Call it
+// before Commit.
+func (f *File) SkipFsync() {
+	f.mu.Lock()
+	f.noFsync = true
+	f.mu.Unlock()
+}
+
+// Fsyncs reports whether Commit will sync the file: writers use it to hand
+// written ranges to the kernel's writeback early only when a sync will wait
+// for them.
+func (f *File) Fsyncs() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.noFsync
+}
+
+// fsync syncs a file or directory; tests count the calls.
+var fsync = (*os.File).Sync
 
 // Abort closes and removes the temporary file. It is safe to call more than
 // once and after Commit (then it does nothing).
@@ -259,7 +290,7 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil

@@ -90,3 +90,37 @@ func TestAbortAllRemovesEveryFile(t *testing.T) {
 		t.Errorf("%d files left after AbortAll", len(entries))
 	}
 }
+
+// TestSkipFsync counts the syncs of a commit with and without SkipFsync.
+func TestSkipFsync(t *testing.T) {
+	calls := 0
+	defer func(orig func(*os.File) error) { fsync = orig }(fsync)
+	fsync = func(f *os.File) error { calls++; return f.Sync() }
+	dir := t.TempDir()
+	for _, skip := range []bool{false, true} {
+		calls = 0
+		out := filepath.Join(dir, "out-"+strconv.FormatBool(skip))
+		f, err := Create(out, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skip {
+			f.SkipFsync()
+		}
+		if f.Fsyncs() == skip {
+			t.Errorf("skip %v: Fsyncs() = %v", skip, f.Fsyncs())
+		}
+		if _, err := f.WriteAt([]byte("data"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(out); err != nil || string(b) != "data" {
+			t.Fatalf("skip %v: committed %q, %v", skip, b, err)
+		}
+		if want := map[bool]int{false: 2, true: 0}[skip]; calls != want {
+			t.Errorf("skip %v: %d syncs, want %d (the file and its directory, or none)", skip, calls, want)
+		}
+	}
+}

@@ -115,10 +115,11 @@ func New(name, sha256Hex string, size uint64, key []byte, keyID string) (*Signat
 }
 
 // Write writes the signature of the file at path into path+".sig",
-// atomically. When sha256Hex is empty the file is read to compute it; when
-// it is given, size must be the file's size. It returns the signature
-// file's path and size.
-func Write(path, sha256Hex string, size uint64, key []byte, keyID string) (string, uint64, error) {
+// atomically, synced before its rename unless fsync is false (see
+// atomicfile.File.SkipFsync). When sha256Hex is empty the file is read to
+// compute it; when it is given, size must be the file's size. It returns the
+// signature file's path and size.
+func Write(path, sha256Hex string, size uint64, key []byte, keyID string, fsync bool) (string, uint64, error) {
 	if sha256Hex == "" {
 		var err error
 		sha256Hex, size, err = Digest(path)
@@ -143,6 +144,9 @@ func Write(path, sha256Hex string, size uint64, key []byte, keyID string) (strin
 	f, err := atomicfile.Create(sp, int64(len(b)))
 	if err != nil {
 		return "", 0, err
+	}
+	if !fsync {
+		f.SkipFsync()
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Abort()

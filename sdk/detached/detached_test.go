@@ -26,7 +26,7 @@ func TestWriteThenVerify(t *testing.T) {
 	data := bytes.Repeat([]byte("sluice"), 1000)
 	p := writeFile(t, dir, "model.gguf", data)
 	key := []byte("correct horse battery staple")
-	sp, n, err := Write(p, "", 0, key, "shared secret")
+	sp, n, err := Write(p, "", 0, key, "shared secret", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +64,16 @@ func TestWriteWithGivenDigest(t *testing.T) {
 	data := []byte("abc")
 	p := writeFile(t, dir, "a.bin", data)
 	sum := sha256.Sum256(data)
-	if _, _, err := Write(p, hex.EncodeToString(sum[:]), 4, []byte("k"), ""); err == nil {
+	if _, _, err := Write(p, hex.EncodeToString(sum[:]), 4, []byte("k"), "", true); err == nil {
 		t.Fatal("a size that disagrees with the file was accepted")
 	}
-	if _, _, err := Write(p, hex.EncodeToString(sum[:]), 3, []byte("k"), ""); err != nil {
+	if _, _, err := Write(p, hex.EncodeToString(sum[:]), 3, []byte("k"), "", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Verify(p, []byte("k")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Write(p, "", 0, nil, ""); err == nil {
+	if _, _, err := Write(p, "", 0, nil, "", true); err == nil {
 		t.Fatal("an empty key was accepted")
 	}
 }
@@ -82,7 +82,7 @@ func TestVerifyFailures(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "m.safetensors", []byte("0123456789"))
 	key := []byte("k3y-alpha-9")
-	if _, _, err := Write(p, "", 0, key, "shared secret"); err != nil {
+	if _, _, err := Write(p, "", 0, key, "shared secret", true); err != nil {
 		t.Fatal(err)
 	}
 	var de *Error

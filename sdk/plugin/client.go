@@ -315,7 +315,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 	}
 	req := &pb.BeginRequest{
 		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
-		Finalize: opts.Finalize, Digests: opts.Digests,
+		Finalize: opts.Finalize, Digests: opts.Digests, NoFsync: opts.NoFsync,
 	}
 	for _, i := range opts.Shards {
 		if i < 1 || uint64(i) > math.MaxUint32 {

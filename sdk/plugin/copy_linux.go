@@ -27,7 +27,7 @@ const copyStep = 64 << 20
 func errorsIsUnsupported(err error) bool { return errors.Is(err, errUnsupported) }
 
 // copyFileRange copies ref into dst at off inside the kernel.
-func copyFileRange(dst *os.File, off int64, ref tensor.FileRef) error {
+func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error {
 	src, err := os.Open(ref.Path)
 	if err != nil {
 		return err
@@ -57,6 +57,6 @@ func copyFileRange(dst *os.File, off int64, ref tensor.FileRef) error {
 // startWriteback asks the kernel to start writing [off, off+n) of f to disk
 // without waiting for it. It is a hint: errors are ignored, and a later
 // fsync still decides durability.
-func startWriteback(f *os.File, off, n int64) {
+func startWriteback(f OutputFile, off, n int64) {
 	unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -71,17 +72,26 @@ func (d *fileData) File() (tensor.FileRef, bool) { return d.ref, true }
 //
 // The written range is handed to the kernel's writeback as it is written
 // (sync_file_range on Linux, without waiting), so the disk works while the
-// run goes on and the fsync of a sink's Commit finds little left to do.
-func CopyToFile(dst *os.File, off int64, data TensorData) error {
+// run goes on and the fsync of a sink's Commit finds little left to do —
+// unless dst is an *atomicfile.File that will not be synced (SkipFsync):
+// then the kernel writes the pages back when it likes, after the run if it
+// likes.
+func CopyToFile(dst OutputFile, off int64, data TensorData) error {
+	eager := true
+	if af, ok := dst.(*atomicfile.File); ok {
+		eager = af.Fsyncs()
+	}
 	if ref, ok := data.File(); ok {
 		if err := copyFileRange(dst, off, ref); err == nil {
-			startWriteback(dst, off, int64(ref.Length))
+			if eager {
+				startWriteback(dst, off, int64(ref.Length))
+			}
 			return nil
 		} else if !errorsIsUnsupported(err) {
 			return err
 		}
 	}
-	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size()), flushed: off}
+	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size()), flushed: off, eager: eager}
 	n, err := io.Copy(w, data)
 	w.writeback()
 	if err != nil {
@@ -93,6 +103,13 @@ func CopyToFile(dst *os.File, off int64, data TensorData) error {
 	return nil
 }
 
+// OutputFile is what CopyToFile writes to: an output's *atomicfile.File (or
+// any *os.File).
+type OutputFile interface {
+	io.WriterAt
+	Fd() uintptr
+}
+
 // writebackStep is how many written bytes an offsetWriter gathers before it
 // starts their writeback.
 const writebackStep = 8 << 20
@@ -101,10 +118,11 @@ const writebackStep = 8 << 20
 // pass its limit, so a producer that sends too much cannot overwrite the
 // next tensor.
 type offsetWriter struct {
-	f       *os.File
+	f       OutputFile
 	off     int64
 	limit   int64
 	flushed int64 // writeback started up to here
+	eager   bool  // start writeback as it writes
 }
 
 func (w *offsetWriter) Write(p []byte) (int, error) {
@@ -122,7 +140,9 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 // writeback starts writing back what was written since the last call.
 func (w *offsetWriter) writeback() {
 	if w.off > w.flushed {
-		startWriteback(w.f, w.flushed, w.off-w.flushed)
+		if w.eager {
+			startWriteback(w.f, w.flushed, w.off-w.flushed)
+		}
 		w.flushed = w.off
 	}
 }

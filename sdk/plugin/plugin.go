@@ -120,6 +120,12 @@ type BeginOptions struct {
 	// back itself. A sink that honours it can hash while it writes
 	// (atomicfile.File.StartDigest) instead of after. (Protocol 1.2.)
 	Digests bool
+	// NoFsync says the user gave up durability against a crash of the
+	// machine (sluice run --fsync=false): Commit may rename the outputs
+	// without syncing them (atomicfile.File.SkipFsync), and CopyToFile then
+	// leaves their writeback to the kernel. The rename must stay atomic.
+	// A sink may ignore it. (Protocol 1.2.)
+	NoFsync bool
 }
 
 // TensorData is the bytes of one tensor, delivered to a sink front to back.

@@ -112,6 +112,9 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		// archive while it syncs it.
 		f.StartDigest()
 	}
+	if opts.NoFsync {
+		f.SkipFsync()
+	}
 	for _, e := range l.entries {
 		if _, err := f.WriteAt(e.localHeader(), int64(e.headOff)); err != nil {
 			f.Abort()

@@ -1,5 +1,5 @@
 // Sluice plugin protocol, version 1.2: version 1.1 plus digests computed by
-// sinks.
+// sinks, and outputs without fsync.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -12,7 +12,9 @@
 //   - BeginRequest.digests: the host asks the sink for the SHA-256 of every
 //     file it commits (Artifact.sha256), which a sink can compute while it
 //     writes; a sink that ignores it reports none, and the host reads the
-//     files itself.
+//     files itself;
+//   - BeginRequest.no_fsync: the outputs need not be synced before their
+//     rename (the user gave up durability against a crash of the machine).
 //
 // Added in 1.1:
 //   - PlanResponse.partitions: the sink can write a subset of its shards and
@@ -1794,7 +1796,11 @@ type BeginRequest struct {
 	// shards set. No Write follows; Commit writes those files and reports them.
 	Finalize bool `protobuf:"varint,6,opt,name=finalize,proto3" json:"finalize,omitempty"`
 	// digests (1.2) asks for Artifact.sha256 of every file Commit reports.
-	Digests       bool `protobuf:"varint,7,opt,name=digests,proto3" json:"digests,omitempty"`
+	Digests bool `protobuf:"varint,7,opt,name=digests,proto3" json:"digests,omitempty"`
+	// no_fsync (1.2): Commit need not fsync the outputs (nor their directory)
+	// before renaming them into place; the rename must stay atomic. A sink
+	// that ignores it syncs as before.
+	NoFsync       bool `protobuf:"varint,8,opt,name=no_fsync,json=noFsync,proto3" json:"no_fsync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1874,6 +1880,13 @@ func (x *BeginRequest) GetFinalize() bool {
 func (x *BeginRequest) GetDigests() bool {
 	if x != nil {
 		return x.Digests
+	}
+	return false
+}
+
+func (x *BeginRequest) GetNoFsync() bool {
+	if x != nil {
+		return x.NoFsync
 	}
 	return false
 }
@@ -2329,7 +2342,7 @@ const file_sluice_plugin_1_2_proto_rawDesc = "" +
 	"\x10embeds_signature\x18\x05 \x01(\bR\x0fembedsSignature\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x06 \x01(\bR\n" +
-	"partitions\"\xf5\x01\n" +
+	"partitions\"\x90\x02\n" +
 	"\fBeginRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.sluice.plugin.v1.ManifestR\bmanifest\x12\x1f\n" +
@@ -2338,7 +2351,8 @@ const file_sluice_plugin_1_2_proto_rawDesc = "" +
 	"\x0esigning_key_id\x18\x04 \x01(\tR\fsigningKeyId\x12\x16\n" +
 	"\x06shards\x18\x05 \x03(\rR\x06shards\x12\x1a\n" +
 	"\bfinalize\x18\x06 \x01(\bR\bfinalize\x12\x18\n" +
-	"\adigests\x18\a \x01(\bR\adigests\"|\n" +
+	"\adigests\x18\a \x01(\bR\adigests\x12\x19\n" +
+	"\bno_fsync\x18\b \x01(\bR\anoFsync\"|\n" +
 	"\fWriteRequest\x124\n" +
 	"\x05start\x18\x01 \x01(\v2\x1c.sluice.plugin.v1.WriteStartH\x00R\x05start\x12/\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x17.sluice.plugin.v1.ChunkH\x00R\x05chunkB\x05\n" +

@@ -1,5 +1,5 @@
 // Sluice plugin protocol, version 1.2: version 1.1 plus digests computed by
-// sinks.
+// sinks, and outputs without fsync.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -12,7 +12,9 @@
 //   - BeginRequest.digests: the host asks the sink for the SHA-256 of every
 //     file it commits (Artifact.sha256), which a sink can compute while it
 //     writes; a sink that ignores it reports none, and the host reads the
-//     files itself.
+//     files itself;
+//   - BeginRequest.no_fsync: the outputs need not be synced before their
+//     rename (the user gave up durability against a crash of the machine).
 //
 // Added in 1.1:
 //   - PlanResponse.partitions: the sink can write a subset of its shards and
