@@ -6,17 +6,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
-
-func reserve(f *os.File, size int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
-	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
-		return f.Truncate(size)
-	}
-	return err
-}
 
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
