@@ -34,7 +34,7 @@ type Follower struct {
 	f *File
 
 	mu      sync.Mutex
-	ready   int64  // bytes [0, ready) are final
+	ready   int64  // bytes from the starting offset up to ready are final
 	pending []span // final ranges past ready, sorted, not touching ready
 	end     int64  // when closing: hash up to here
 	closing bool
@@ -178,6 +178,9 @@ func (d *Follower) hashTo(limit int64) error {
 	defer digestBuffers.Put(bp)
 	buf := *bp
 	for d.hashed < limit {
+		if d.stopped() {
+			return nil // cancel: the caller reads no digest
+		}
 		n := min(int64(len(buf)), limit-d.hashed)
 		got, err := d.f.File.ReadAt(buf[:n], d.hashed)
 		if int64(got) != n {
@@ -187,6 +190,13 @@ func (d *Follower) hashTo(limit int64) error {
 		d.hashed += n
 	}
 	return nil
+}
+
+// stopped reports whether the follower was cancelled.
+func (d *Follower) stopped() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stop
 }
 
 // Finish hashes the rest of the follower's range, up to end (the bytes
