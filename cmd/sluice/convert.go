@@ -30,6 +30,7 @@ type convertFlags struct {
 	format        string
 	printPipeline bool
 	planOnly      bool
+	fsync         bool
 }
 
 // signingKeyVar is the sensitive variable that carries --key into the
@@ -79,7 +80,7 @@ either: the pipeline reads them from the sensitive variable signing_key
 			if cf.keys.key != "" {
 				env = append(env, pipeline.EnvPrefix+signingKeyVar+"="+cf.keys.key)
 			}
-			return a.runConvert(cmd, src, env, cf.planOnly)
+			return a.runConvert(cmd, src, env, &cf)
 		},
 	}
 	f := cmd.Flags()
@@ -91,6 +92,7 @@ either: the pipeline reads them from the sensitive variable signing_key
 	f.StringVar(&cf.format, "format", "", "output format (sink type), when the file name does not tell")
 	f.BoolVar(&cf.printPipeline, "print-pipeline", false, "print the equivalent pipeline as HCL instead of running it")
 	f.BoolVar(&cf.planOnly, "plan", false, "show the plan (every per-tensor decision and output file) without writing anything")
+	f.BoolVar(&cf.fsync, "fsync", true, "sync the output before renaming it into place (see sluice run --fsync)")
 	cmd.RegisterFlagCompletionFunc("dtype", completeWords(dtypeNames()...))
 	cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
@@ -288,12 +290,12 @@ func absPath(p string) string {
 // runConvert plans and runs the pipeline convert built. A stage's refusal
 // of an option is reported against the flag that set it, not against the
 // generated pipeline's line.
-func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, planOnly bool) error {
+func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, cf *convertFlags) error {
 	h, arena, heap, err := a.newHost()
 	if err != nil {
 		return err
 	}
-	pr := &prepared{h: h, arena: arena, heap: heap}
+	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !cf.fsync}
 	defer pr.close()
 	cwd, _ := os.Getwd()
 	p, diags := pipeline.LoadSource("convert.hcl", src, cwd, pipeline.Options{Environ: env})
@@ -313,7 +315,7 @@ func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, planOnly 
 	if pr.pl, err = pr.sess.Plan(cmd.Context()); err != nil {
 		return convertError(err)
 	}
-	if planOnly {
+	if cf.planOnly {
 		if a.json {
 			return writeJSON(a.stdout, planJSON(pr.pl))
 		}

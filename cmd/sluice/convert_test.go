@@ -321,3 +321,18 @@ func TestConvertFromEveryFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertWithoutFsync checks that convert --fsync=false writes the same
+// bytes as a default convert, out of process.
+func TestConvertWithoutFsync(t *testing.T) {
+	f := fixtures(t)
+	dir := t.TempDir()
+	synced, unsynced := filepath.Join(dir, "synced.gguf"), filepath.Join(dir, "unsynced.gguf")
+	sluiceCode(t, exitOK, "convert", f.HF, synced, "--dtype", "q8_0", "--quiet")
+	sluiceCode(t, exitOK, "convert", f.HF, unsynced, "--dtype", "q8_0", "--quiet", "--fsync=false")
+	a, errA := os.ReadFile(synced)
+	b, errB := os.ReadFile(unsynced)
+	if errA != nil || errB != nil || len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("--fsync=false wrote other bytes (%d against %d; %v, %v)", len(b), len(a), errB, errA)
+	}
+}
