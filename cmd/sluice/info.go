@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,8 +65,11 @@ runs them as plugin processes, as run does.`,
 			if a.json {
 				return writeJSON(a.stdout, rep)
 			}
-			printInfo(a.stdout, c, rep, all, tree)
-			return nil
+			// tabwriter writes cell by cell: buffer, or every cell is a
+			// write system call.
+			out := bufio.NewWriter(a.stdout)
+			printInfo(out, c, rep, all, tree)
+			return out.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "show long metadata values in full")
