@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -479,7 +478,7 @@ func (r *diffReport) print(w io.Writer, quiet bool) {
 	for _, n := range r.Tensors.OnlyInB {
 		fmt.Fprintf(w, "  + %s (only in B)\n", n)
 	}
-	tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  TENSOR\tDTYPE\tMAX ABS\tRMSE\tREL RMSE\tCOSINE\t")
 	for _, d := range r.Tensors.Compared {
 		dt := d.DTypeA

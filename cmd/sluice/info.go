@@ -65,11 +65,8 @@ runs them as plugin processes, as run does.`,
 			if a.json {
 				return writeJSON(a.stdout, rep)
 			}
-			// tabwriter writes cell by cell: buffer, or every cell is a
-			// write system call.
-			out := bufio.NewWriter(a.stdout)
-			printInfo(out, c, rep, all, tree)
-			return out.Flush()
+			printInfo(a.stdout, c, rep, all, tree)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "show long metadata values in full")
@@ -308,7 +305,7 @@ func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
 	}
 	if m.Metadata.Len() > 0 {
 		fmt.Fprintln(w, "\nmetadata:")
-		tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+		tw := newTable(w)
 		m.Metadata.All(func(k string, v tensor.Value) bool {
 			s := v.String()
 			if !all && len(s) > maxTextValue {
@@ -331,7 +328,7 @@ func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
 		return
 	}
 	fmt.Fprintln(w, "\ntensors:")
-	tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	for _, t := range m.Tensors {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.DType, shapeText(t.Shape), bytesize.Human(t.Size))
 	}
@@ -429,7 +426,7 @@ func treeJSON(root *apsim.Node, m *tensor.Manifest) *infoNode {
 // ("0..31 × 32"), tensors with dtype, shape and size.
 func writeTree(w io.Writer, root *apsim.Node, m *tensor.Manifest) {
 	tt := newTreeTotals(m)
-	tw := tabwriter.NewWriter(trimTrailing(w), 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	var walk func(n *apsim.Node, depth int)
 	line := func(label string, x *apsim.Node, depth int, suffix string) {
 		indent := strings.Repeat("  ", depth+1)
@@ -477,6 +474,28 @@ func writeTree(w io.Writer, root *apsim.Node, m *tensor.Manifest) {
 	}
 	walk(root, 0)
 	tw.Flush()
+}
+
+// table is a tabwriter for the command's output: Flush writes its lines to
+// the destination in a few large writes (tabwriter alone writes every cell
+// with its own call, a system call each on a terminal or pipe), with the
+// trailing spaces of each line dropped (trimTrailing).
+type table struct {
+	*tabwriter.Writer
+	out *bufio.Writer
+}
+
+func newTable(w io.Writer) *table {
+	out := bufio.NewWriterSize(trimTrailing(w), 64<<10)
+	return &table{Writer: tabwriter.NewWriter(out, 0, 0, 2, ' ', 0), out: out}
+}
+
+// Flush writes the table.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.out.Flush()
 }
 
 // trimTrailing returns a writer that drops the spaces tabwriter leaves at

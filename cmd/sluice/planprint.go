@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/plan"
@@ -76,7 +75,7 @@ func printPlan(w io.Writer, pl *plan.Plan) {
 		for _, c := range sk.Plan.Convert {
 			reasons[c.Tensor] = c.Reason
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := newTable(w)
 		for _, t := range sk.Final.Tensors {
 			line := routeText(pl, sk, t)
 			if r := reasons[t.Name]; r != "" {

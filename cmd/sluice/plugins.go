@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +56,7 @@ Installed plugins are checked against the lock file of the pipeline in
 			if a.json {
 				return writeJSON(a.stdout, rows)
 			}
-			tw := tabwriter.NewWriter(trimTrailing(a.stdout), 0, 0, 2, ' ', 0)
+			tw := newTable(a.stdout)
 			fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tKIND\tSOURCES\tSINKS\tFILES")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, dash(r.Version), dash(r.Protocol), r.Kind, componentNames(r.Sources), componentNames(r.Sinks), strings.Join(r.extensions(), " "))

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -267,7 +266,7 @@ func (a *app) printTokens(tok *tokenizer.Tokenizer, vs *vocabSource, ids []int32
 	}
 	fmt.Fprintf(a.stdout, "%d tokens (%s vocabulary of %d, pre-tokenizer %s, from %s)\n", r.Count, r.Model, r.VocabSize, pre, r.From)
 	fmt.Fprintf(a.stdout, "ids: %s\n\n", strings.Join(idText, " "))
-	tw := tabwriter.NewWriter(trimTrailing(a.stdout), 0, 0, 2, ' ', 0)
+	tw := newTable(a.stdout)
 	fmt.Fprintln(tw, "ID\tTOKEN\tTEXT\t")
 	for i, id := range ids {
 		kind := ""
