@@ -54,13 +54,21 @@ func (e *HangError) Error() string {
 func (e *HangError) Unwrap() error { return ErrPluginHung }
 
 // unary bounds one call by the client's timeout. The returned context's
-// cause is a *HangError when the timeout expires.
+// cause is a *HangError when the timeout expires. It is a timer, not a
+// deadline: gRPC would send a deadline to the plugin, whose end of the call
+// could then expire first and return an error (a reset stream) before the
+// host's own context says the watchdog ended it.
 func (c *rpcClient) unary(ctx context.Context, op string) (context.Context, context.CancelFunc) {
 	if c.timeout <= 0 {
 		return context.WithCancel(ctx)
 	}
 	he := &HangError{Op: op, Timeout: c.timeout}
-	return context.WithTimeoutCause(context.WithValue(ctx, hangKey{}, he), c.timeout, he)
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, hangKey{}, he))
+	timer := time.AfterFunc(c.timeout, func() { cancel(he) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(context.Canceled)
+	}
 }
 
 // hangKey holds, in a context, the *HangError its own watchdog or deadline
