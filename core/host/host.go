@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/transform"
+	"github.com/sluice-ml/sluice/sdk/detached"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
@@ -378,18 +378,8 @@ func (h *Host) Unavailable(kind pipeline.Kind, typ string) string {
 
 // FileSHA256 returns the hex sha256 of a file.
 func FileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	// 1 MiB reads instead of io.Copy's 32 KiB (the struct hides
-	// os.File.WriteTo, which would pick that size).
-	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, make([]byte, 1<<20)); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum, _, err := detached.Digest(p)
+	return sum, err
 }
 
 // SearchPath returns the directories searched for third-party plugins,

@@ -89,10 +89,10 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 		pv.Pipeline.Sensitive = fingerprint(salt[:], pv.sensitive)
 	}
 
-	// The plugins and their binaries; the digests come later.
+	// The plugins and their binaries, by plugin name; the digests come
+	// later.
 	var plugins []PluginRecord
-	var bins []string
-	seen := map[string]bool{}
+	bins := map[string]string{}
 	for _, st := range p.Stages {
 		if !st.Enabled || st.Kind == pipeline.Transform {
 			continue
@@ -101,18 +101,17 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 		if !ok {
 			return nil, fmt.Errorf("%s: no plugin provides a %s of type %q", st.Addr(), st.Kind, st.Type)
 		}
-		if seen[name] {
+		if _, done := bins[name]; done {
 			continue
 		}
-		seen[name] = true
 		bin, builtin, err := h.Binary(name)
 		if err != nil {
 			return nil, err
 		}
 		plugins = append(plugins, PluginRecord{Name: name, Version: info.Version, Protocol: fmt.Sprintf("%d.%d", plugin.ProtocolVersion, info.ProtocolMinor), Builtin: builtin})
-		bins = append(bins, bin)
+		bins[name] = bin
 	}
-	sort.Sort(byPluginName{plugins, bins})
+	sort.Slice(plugins, func(i, j int) bool { return plugins[i].Name < plugins[j].Name })
 	// Transforms run inside sluice: the binary's digest covers them.
 	exe, err := os.Executable()
 	if err != nil {
@@ -131,7 +130,7 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 			return sum, err
 		}
 		for i := range plugins {
-			sum, err := hash(bins[i])
+			sum, err := hash(bins[plugins[i].Name])
 			if err != nil {
 				pv.binariesErr = fmt.Errorf("plugin %s: %w", plugins[i].Name, err)
 				return
@@ -152,19 +151,6 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 	}
 	pv.candidates = files
 	return pv, nil
-}
-
-// byPluginName sorts plugin records, and their binaries with them, by name.
-type byPluginName struct {
-	recs []PluginRecord
-	bins []string
-}
-
-func (b byPluginName) Len() int           { return len(b.recs) }
-func (b byPluginName) Less(i, j int) bool { return b.recs[i].Name < b.recs[j].Name }
-func (b byPluginName) Swap(i, j int) {
-	b.recs[i], b.recs[j] = b.recs[j], b.recs[i]
-	b.bins[i], b.bins[j] = b.bins[j], b.bins[i]
 }
 
 func valueJSON(v cty.Value) (json.RawMessage, error) {

@@ -78,13 +78,10 @@ type Sink struct {
 }
 
 // createFile starts an output (or a spool file) under a temporary name,
-// unsynced at its commit when Begin was told so.
+// unsynced at its commit when Begin was told so. No digest: the sink
+// computes each output's SHA-256 itself as it seals it.
 func (s *Sink) createFile(path string, size int64) (*atomicfile.File, error) {
-	f, err := atomicfile.Create(path, size)
-	if err == nil && s.noFsync {
-		f.SkipFsync()
-	}
-	return f, err
+	return plugin.CreateOutput(path, size, plugin.BeginOptions{NoFsync: s.noFsync})
 }
 
 // metaCache keeps the metadata derived in Plan for Begin, which gets the

@@ -3,7 +3,6 @@ package apsim
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -49,10 +48,9 @@ type Sink struct {
 	// digests follow each shard's writes with the format's digest (the
 	// canonical table, then the data), by shard index.
 	digests []*atomicfile.Follower
-	// fileDigests is set when Begin was asked for the outputs' SHA-256.
-	fileDigests bool
-	// noFsync is set when Begin was told the outputs need no fsync.
-	noFsync bool
+	// begin is what Begin was asked for (digests, fsync), for the index
+	// Commit writes too.
+	begin   plugin.BeginOptions
 	signKey *keyring.Key
 	written map[string]bool
 	done    bool
@@ -432,23 +430,17 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.outs = make([]*atomicfile.File, len(lp.shards))
 	s.digests = make([]*atomicfile.Follower, len(lp.shards))
-	s.fileDigests, s.noFsync = opts.Digests, opts.NoFsync
+	s.begin = plugin.BeginOptions{Digests: opts.Digests, NoFsync: opts.NoFsync} // not the signing key
 	for i, sh := range lp.shards {
 		if !want[i] {
 			continue
 		}
-		f, err := atomicfile.Create(sh.path, int64(sh.layout.FileSize()))
+		f, err := plugin.CreateOutput(sh.path, int64(sh.layout.FileSize()), opts)
 		if err != nil {
 			s.abortLocked()
 			return err
 		}
 		s.outs[i] = f
-		if opts.Digests {
-			f.StartDigest()
-		}
-		if opts.NoFsync {
-			f.SkipFsync()
-		}
 		sh.planExtents()
 		s.digests[i] = f.Follow(newDigest(sh.meta, sh.layout.Tensors), int64(len(sh.layout.Prefix)))
 	}
@@ -613,11 +605,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, err
 		}
-		art := plugin.Artifact{Path: sh.path, Size: sh.layout.FileSize()}
-		if sha, size, ok := s.outs[i].Digest(); ok && uint64(size) == art.Size {
-			art.SHA256 = sha
-		}
-		arts = append(arts, art)
+		arts = append(arts, plugin.Committed(s.outs[i], sh.layout.FileSize()))
 		reach(fmt.Sprintf("renamed %d", i+1))
 	}
 	if ix != nil {
@@ -656,27 +644,7 @@ func (s *Sink) writeIndex(ix *index) (plugin.Artifact, error) {
 	if err != nil {
 		return plugin.Artifact{}, err
 	}
-	p := IndexPath(s.cfg.Path)
-	f, err := atomicfile.Create(p, int64(len(b)))
-	if err != nil {
-		return plugin.Artifact{}, err
-	}
-	if s.noFsync {
-		f.SkipFsync()
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Abort()
-		return plugin.Artifact{}, fmt.Errorf("writing %s: %w", p, err)
-	}
-	if err := f.Commit(); err != nil {
-		return plugin.Artifact{}, err
-	}
-	art := plugin.Artifact{Path: p, Size: uint64(len(b))}
-	if s.fileDigests {
-		sum := sha256.Sum256(b)
-		art.SHA256 = hex.EncodeToString(sum[:])
-	}
-	return art, nil
+	return plugin.WriteOutput(IndexPath(s.cfg.Path), b, s.begin)
 }
 
 // commitIndex writes the index of a set whose shards earlier runs wrote

@@ -438,18 +438,12 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			continue
 		}
 		fi := len(s.files)
-		af, err := atomicfile.Create(f.path, int64(f.layout.FileSize))
+		af, err := plugin.CreateOutput(f.path, int64(f.layout.FileSize), opts)
 		if err != nil {
 			s.abortLocked()
 			return err
 		}
 		s.files = append(s.files, af)
-		if opts.Digests {
-			af.StartDigest()
-		}
-		if opts.NoFsync {
-			af.SkipFsync()
-		}
 		// extents[0] is the header's, extents[i+1] tensor i's.
 		starts, sizes := []int64{0}, []int64{int64(len(f.layout.Header))}
 		for i, off := range f.layout.Offsets {
@@ -585,11 +579,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortFrom(i + 1)
 			return nil, err
 		}
-		art := plugin.Artifact{Path: f.FinalPath(), Size: uint64(st.Size())}
-		if sha, size, ok := f.Digest(); ok && size == st.Size() {
-			art.SHA256 = sha
-		}
-		arts = append(arts, art)
+		arts = append(arts, plugin.Committed(f, uint64(st.Size())))
 	}
 	s.done = true
 	return arts, nil

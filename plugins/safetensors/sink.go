@@ -3,8 +3,6 @@ package safetensors
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,15 +40,14 @@ type Sink struct {
 	// ties maps each tied tensor the plan drops to the tensor kept; like
 	// Hugging Face's conversion, they are recorded in the metadata.
 	ties map[string]string
-	// digests is set when Begin was asked for the outputs' SHA-256.
-	digests bool
-	// noFsync is set when Begin was told the outputs need no fsync.
-	noFsync bool
-	mu      sync.Mutex
-	files   []*atomicfile.File
-	places  map[string]place
-	side    []*atomicfile.File
-	done    bool
+	// begin is what Begin was asked for (digests, fsync), for the outputs
+	// Commit writes too.
+	begin  plugin.BeginOptions
+	mu     sync.Mutex
+	files  []*atomicfile.File
+	places map[string]place
+	side   []*atomicfile.File
+	done   bool
 }
 
 type place struct {
@@ -288,7 +285,7 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	}
 	s.plan = sp
 	s.places = map[string]place{}
-	s.digests, s.noFsync = opts.Digests, opts.NoFsync
+	s.begin = plugin.BeginOptions{Digests: opts.Digests, NoFsync: opts.NoFsync} // not the signing key
 	want, err := s.selectShards(opts)
 	if err != nil {
 		return err
@@ -297,19 +294,13 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		if !want[i] {
 			continue
 		}
-		f, err := atomicfile.Create(o.path, int64(o.layout.FileSize()))
+		f, err := plugin.CreateOutput(o.path, int64(o.layout.FileSize()), opts)
 		if err != nil {
 			s.Abort(ctx)
 			return err
 		}
 		s.files = append(s.files, f)
 		s.outIdx = append(s.outIdx, i)
-		if s.digests {
-			f.StartDigest()
-		}
-		if s.noFsync {
-			f.SkipFsync()
-		}
 		if _, err := f.WriteAt(o.layout.Prefix, 0); err != nil {
 			s.Abort(ctx)
 			return fmt.Errorf("writing header of %s: %w", o.path, err)
@@ -392,11 +383,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 			s.abortLocked()
 			return nil, err
 		}
-		art := plugin.Artifact{Path: f.FinalPath(), Size: s.plan.outputs[s.outIdx[i]].layout.FileSize()}
-		if sha, size, ok := f.Digest(); ok && uint64(size) == art.Size {
-			art.SHA256 = sha
-		}
-		arts = append(arts, art)
+		arts = append(arts, plugin.Committed(f, s.plan.outputs[s.outIdx[i]].layout.FileSize()))
 	}
 	if s.partial {
 		s.done = true
@@ -410,33 +397,14 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 		extra[filepath.Join(filepath.Dir(s.cfg.Path), n)] = b
 	}
 	for _, p := range sortedKeys(extra) {
-		if err := writeWhole(p, extra[p], s.noFsync); err != nil {
+		art, err := plugin.WriteOutput(p, extra[p], s.begin)
+		if err != nil {
 			return nil, err
-		}
-		art := plugin.Artifact{Path: p, Size: uint64(len(extra[p]))}
-		if s.digests {
-			sum := sha256.Sum256(extra[p])
-			art.SHA256 = hex.EncodeToString(sum[:])
 		}
 		arts = append(arts, art)
 	}
 	s.done = true
 	return arts, nil
-}
-
-func writeWhole(p string, b []byte, noFsync bool) error {
-	f, err := atomicfile.Create(p, 0)
-	if err != nil {
-		return err
-	}
-	if noFsync {
-		f.SkipFsync()
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Abort()
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	return f.Commit()
 }
 
 // Abort removes every temporary output.

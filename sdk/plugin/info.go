@@ -7,8 +7,9 @@ import (
 
 // ProtocolVersion is the major version of the plugin protocol
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
-// added partitioned sinks, 1.2 digests computed by sinks). Minors are additive: a peer of another minor of
-// the same major works with this one.
+// added partitioned sinks, 1.2 digests computed by sinks and outputs
+// without fsync). Minors are additive: a peer of another minor of the same
+// major works with this one.
 const (
 	ProtocolVersion = 1
 	ProtocolMinor   = 2

@@ -24,8 +24,6 @@ package plugintest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +35,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-ml/sluice/sdk/detached"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -599,14 +598,9 @@ func malformed(t *testing.T, s Suite) {
 // fileSHA256 returns the hex SHA-256 of a file.
 func fileSHA256(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
+	sum, _, err := detached.Digest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }

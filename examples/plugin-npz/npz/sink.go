@@ -102,18 +102,12 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	if err != nil {
 		return err
 	}
-	f, err := atomicfile.Create(s.cfg.Path, int64(l.size))
+	// The local headers get their CRC-32s only at Commit, so no range is
+	// declared final (File.Final) before it: with opts.Digests, Commit
+	// hashes the archive while it syncs it.
+	f, err := plugin.CreateOutput(s.cfg.Path, int64(l.size), opts)
 	if err != nil {
 		return err
-	}
-	if opts.Digests {
-		// The local headers get their CRC-32s only at Commit, so no range
-		// is declared final (File.Final) before it: Commit hashes the
-		// archive while it syncs it.
-		f.StartDigest()
-	}
-	if opts.NoFsync {
-		f.SkipFsync()
 	}
 	for _, e := range l.entries {
 		if _, err := f.WriteAt(e.localHeader(), int64(e.headOff)); err != nil {
@@ -201,11 +195,7 @@ func (s *Sink) Commit(ctx context.Context) ([]plugin.Artifact, error) {
 	if err := s.f.Commit(); err != nil {
 		return nil, err
 	}
-	art := plugin.Artifact{Path: s.cfg.Path, Size: s.layout.size}
-	if sha, _, ok := s.f.Digest(); ok {
-		art.SHA256 = sha
-	}
-	return []plugin.Artifact{art}, nil
+	return []plugin.Artifact{plugin.Committed(s.f, s.layout.size)}, nil
 }
 
 // Abort removes the temporary archive.
