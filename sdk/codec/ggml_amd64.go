@@ -40,6 +40,12 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 //go:noescape
 func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
 
+// qkx2Search4SSE2 is makeQKX2's search (squared error) for the four groups
+// in s, over the n candidate iscales num[is]/(mx - mn); see qkx2Quad.
+//
+//go:noescape
+func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32)
+
 // quadsLoadSSE2 is quadsLoadGo.
 //
 //go:noescape

@@ -75,20 +75,19 @@ func roundLevelsGo(cur, x []float32, iscale float32, lo, hi int32) (same bool) {
 	return same
 }
 
-// makeQKX2 is ggml's make_qkx2_quants: it searches nstep+1 candidate scales
-// for the (scale, min) pair with the smallest weighted error, writing the
-// levels to L. It returns the scale and the negated min. len(x) is at most
-// 32.
-//
-// It computes exactly what the C code computes, restructured for speed:
-//   - x - min is kept per element and recomputed only when min changes;
-//   - a candidate whose levels equal the previous candidate's has the same
-//     sums, hence the same error, so it cannot be accepted (the previous one
-//     either was, setting the best error to that value, or was not) and is
-//     skipped.
-func makeQKX2(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
+// qkx2State is makeQKX2's state after its first guess: the group's
+// minimum (at most 0) and maximum, the sums of the weights and of w·x, and
+// the first guess's scale and weighted error.
+type qkx2State struct {
+	mn, mx, sumW, sumX, scale, best float32
+}
+
+// qkx2Start is makeQKX2 up to its search: it writes the first guess's
+// levels to L and x - mn to xm. A group whose maximum equals its minimum
+// (flat) gets levels 0, and its result is (0, -mn).
+func qkx2Start(nmax int32, x, weights []float32, L []uint8, xm []float32, useMad bool) (st qkx2State, flat bool) {
 	n := len(x)
-	weights, L = weights[:n], L[:n]
+	weights, L, xm = weights[:n], L[:n], xm[:n]
 	mn, mx := x[0], x[0]
 	sumW := weights[0]
 	sumX := float32(sumW * x[0])
@@ -108,14 +107,11 @@ func makeQKX2(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32,
 	}
 	if mx == mn {
 		clear(L)
-		return 0, -mn
+		return qkx2State{mn: mn}, true
 	}
-	var xmA [32]float32
-	xm := xmA[:n]
 	setDiff(xm, x, mn)
-	fnmax := float32(nmax)
-	iscale := fnmax / (mx - mn)
-	scale = 1 / iscale
+	iscale := float32(nmax) / (mx - mn)
+	scale := 1 / iscale
 	var bestError float32
 	for i, v := range x {
 		l := clampI32(nearestInt(float32(iscale*xm[i])), 0, nmax)
@@ -128,12 +124,38 @@ func makeQKX2(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32,
 		}
 		bestError += float32(weights[i] * diff)
 	}
+	return qkx2State{mn: mn, mx: mx, sumW: sumW, sumX: sumX, scale: scale, best: bestError}, false
+}
+
+// makeQKX2 is ggml's make_qkx2_quants: it searches nstep+1 candidate scales
+// for the (scale, min) pair with the smallest weighted error, writing the
+// levels to L. It returns the scale and the negated min. len(x) is at most
+// 32.
+//
+// It computes exactly what the C code computes, restructured for speed:
+//   - x - min is kept per element and recomputed only when min changes;
+//   - a candidate whose levels equal the previous candidate's has the same
+//     sums, hence the same error, so it cannot be accepted (the previous one
+//     either was, setting the best error to that value, or was not) and is
+//     skipped.
+func makeQKX2(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
+	n := len(x)
+	var xmA [32]float32
+	xm := xmA[:n]
+	st, flat := qkx2Start(nmax, x, weights, L, xm, useMad)
+	if flat {
+		return 0, -st.mn
+	}
+	weights, L = weights[:n], L[:n]
+	mn, mx, sumW, sumX := st.mn, st.mx, st.sumW, st.sumX
+	scale, bestError := st.scale, st.best
+	fnmax := float32(nmax)
 	// Candidate levels are kept as float32 values; cur holds the previous
 	// candidate's until roundLevels replaces them.
 	var curA [32]float32
 	cur := curA[:n]
 	for is := 0; is <= nstep; is++ {
-		iscale = float32(rmin+float32(rdelta*float32(is))) + fnmax
+		iscale := float32(rmin+float32(rdelta*float32(is))) + fnmax
 		iscale /= mx - mn
 		if roundLevels(cur, xm, iscale, 0, nmax) && is > 0 {
 			continue
@@ -547,7 +569,7 @@ func decodeQ3_K(dst []float32, src []byte) {
 // and d, dmin. It leaves the levels of the search in L and returns the
 // fp16-rounded d and dmin.
 func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
-	var weights [32]float32
+	var weights [256]float32
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
 	for j := range 8 {
@@ -558,9 +580,12 @@ func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]
 		}
 		avX := sqrtf(sumX2 / 32)
 		for l, v := range xs {
-			weights[l] = avX + fabs(v)
+			weights[32*j+l] = avX + fabs(v)
 		}
-		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], rmin, 0.1, nstep, false)
+	}
+	makeQKX2x4(nmax, x[:128], weights[:128], L[:128], rmin, 0.1, nstep, scales[:4], mins[:4])
+	makeQKX2x4(nmax, x[128:256], weights[128:], L[128:], rmin, 0.1, nstep, scales[4:], mins[4:])
+	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}

@@ -150,3 +150,63 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 	a.store(za, 4, L[:64], scales[:4])
 	b.store(zb, 4, L[64:128], scales[4:8])
 }
+
+// qkx2Quad is the transposed input, state and output of the four-group
+// kernel of makeQKX2's search (groups of 32, squared error): x[4i+g] is
+// element i of group g, w its weight, xm = x - mn, cur the candidate's
+// levels and L the best levels so far, as float32; the per-group fields are
+// qkx2State's. The field offsets are spelled out in kquants4_amd64.s.
+type qkx2Quad struct {
+	x, w, xm, cur, L                [128]float32
+	mn, mx, sumW, sumX, scale, best [4]float32
+}
+
+// makeQKX2x4 is makeQKX2(nmax, ·, ·, ·, rmin, rdelta, nstep, false) for
+// four consecutive groups of 32 in x, with their weights, writing the
+// levels to L[:128] and the results to scales[:4] and mins[:4]. Every
+// candidate is evaluated in every lane: one that repeats the previous
+// candidate's levels has the same sums and error and cannot be taken, so
+// this is makeQKX2's result (TestQKX2x4MatchesScalar).
+func makeQKX2x4(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, scales, mins []float32) {
+	x, weights, L, scales, mins = x[:128], weights[:128], L[:128], scales[:4], mins[:4]
+	if !useSSE2 || nstep < 0 || nstep >= len(qkx2Num{}) {
+		for g := range 4 {
+			scales[g], mins[g] = makeQKX2(nmax, x[32*g:32*g+32], weights[32*g:32*g+32], L[32*g:32*g+32], rmin, rdelta, nstep, false)
+		}
+		return
+	}
+	var q qkx2Quad
+	var flat [4]bool
+	for g := range 4 {
+		xs, ws, ls := x[32*g:32*g+32], weights[32*g:32*g+32], L[32*g:32*g+32]
+		var xm [32]float32
+		st, f := qkx2Start(nmax, xs, ws, ls, xm[:], false)
+		if f {
+			flat[g] = true
+			scales[g], mins[g] = 0, -st.mn
+			continue
+		}
+		q.mn[g], q.mx[g], q.sumW[g], q.sumX[g], q.scale[g], q.best[g] = st.mn, st.mx, st.sumW, st.sumX, st.scale, st.best
+		for i := range 32 {
+			q.x[4*i+g], q.w[4*i+g], q.xm[4*i+g], q.L[4*i+g] = xs[i], ws[i], xm[i], levelF[ls[i]]
+		}
+	}
+	var num qkx2Num
+	for is := 0; is <= nstep; is++ {
+		num[is] = float32(rmin+float32(rdelta*float32(is))) + float32(nmax)
+	}
+	qkx2Search4SSE2(&q, &num[0], nstep+1, 0, nmax)
+	for g := range 4 {
+		if flat[g] {
+			continue
+		}
+		for i := range 32 {
+			L[32*g+i] = uint8(q.L[4*i+g])
+		}
+		scales[g], mins[g] = q.scale[g], -q.mn[g]
+	}
+}
+
+// qkx2Num holds the numerators of makeQKX2's candidate iscales,
+// rmin + rdelta·is + nmax, for is = 0..nstep.
+type qkx2Num [32]float32

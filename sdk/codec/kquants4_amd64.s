@@ -542,3 +542,153 @@ final8:
 	MFINAL(DI, X1, X2)
 	MFINAL(SI, X3, X4)
 	RET
+
+// Offsets of the fields of qkx2Quad.
+#define KX 0
+#define KW 512
+#define KXM 1024
+#define KCUR 1536
+#define KL 2048
+#define KMN 2560
+#define KMX 2576
+#define KSUMW 2592
+#define KSUMX 2608
+#define KSCALE 2624
+#define KBEST 2640
+
+// Levels of element off at iscale X0 into cur, adding to the sums
+// X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x.
+#define KLEVEL(off) \
+	MOVUPS (KXM+off)(DI), X8; \
+	MULPS  X0, X8; \
+	ROUNDCLAMP(X8, X9, X10); \
+	MOVUPS X8, (KCUR+off)(DI); \
+	MOVUPS (KW+off)(DI), X9; \
+	MULPS  X8, X9; \
+	ADDPS  X9, X1; \
+	MOVAPS X9, X10; \
+	MULPS  X8, X10; \
+	ADDPS  X10, X2; \
+	MOVUPS (KX+off)(DI), X10; \
+	MULPS  X9, X10; \
+	ADDPS  X10, X11
+
+// X12 += w·d·d with d = (X9·cur + X10) - x for element off.
+#define KERR(off) \
+	MOVUPS (KCUR+off)(DI), X8; \
+	MULPS  X9, X8; \
+	ADDPS  X10, X8; \
+	MOVUPS (KX+off)(DI), X14; \
+	SUBPS  X14, X8; \
+	MULPS  X8, X8; \
+	MOVUPS (KW+off)(DI), X14; \
+	MULPS  X14, X8; \
+	ADDPS  X8, X12
+
+// L(off) = cur(off) in the lanes of mask X13.
+#define KTAKE(off) \
+	MOVUPS (KL+off)(DI), X8; \
+	MOVUPS (KCUR+off)(DI), X14; \
+	XORPS  X8, X14; \
+	ANDPS  X13, X14; \
+	XORPS  X14, X8; \
+	MOVUPS X8, (KL+off)(DI)
+
+// xm(off) = x(off) - X15.
+#define KDIFF(off) \
+	MOVUPS (KX+off)(DI), X8; \
+	SUBPS  X15, X8; \
+	MOVUPS X8, (KXM+off)(DI)
+
+// The field at off = R in the lanes of mask X13, left in T; R clobbered.
+#define KBLEND(off, R, T) \
+	MOVUPS off(DI), T; \
+	XORPS  T, R; \
+	ANDPS  X13, R; \
+	XORPS  R, T; \
+	MOVUPS T, off(DI)
+
+#define KALL(M) \
+	M(0); M(16); M(32); M(48); M(64); M(80); M(96); M(112); \
+	M(128); M(144); M(160); M(176); M(192); M(208); M(224); M(240); \
+	M(256); M(272); M(288); M(304); M(320); M(336); M(352); M(368); \
+	M(384); M(400); M(416); M(432); M(448); M(464); M(480); M(496)
+
+// func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32)
+// make_qkx2_quants's search (squared error) for four groups of 32, from
+// the state of its first guess: for each of the n candidates, iscale =
+// num[is]/(mx - mn), levels clamped to [lo, hi], the least-squares scale
+// and min (min at most 0), and the candidate is taken where D > 0 and its
+// weighted error is below the best. n ≥ 1.
+TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-32
+	MOVQ   s+0(FP), DI
+	MOVQ   num+8(FP), SI
+	MOVQ   n+16(FP), CX
+	CONSTS
+
+cand:
+	MOVSS  (SI), X0
+	SHUFPS $0, X0, X0
+	MOVUPS KMX(DI), X8
+	MOVUPS KMN(DI), X9
+	SUBPS  X9, X8
+	DIVPS  X8, X0
+	XORPS  X1, X1
+	XORPS  X2, X2
+	XORPS  X11, X11
+	KALL(KLEVEL)
+	// D = sumW·sumL2 - sumL·sumL; X13 = 0 < D.
+	MOVUPS KSUMW(DI), X8
+	MULPS  X2, X8
+	MOVAPS X1, X9
+	MULPS  X1, X9
+	SUBPS  X9, X8
+	XORPS  X13, X13
+	CMPPS  X8, X13, $1
+	// X9 = scale = (sumW·sumXL - sumX·sumL)/D
+	MOVUPS KSUMW(DI), X9
+	MULPS  X11, X9
+	MOVUPS KSUMX(DI), X10
+	MULPS  X1, X10
+	SUBPS  X10, X9
+	DIVPS  X8, X9
+	// X10 = min = (sumL2·sumX - sumL·sumXL)/D
+	MOVUPS KSUMX(DI), X10
+	MULPS  X2, X10
+	MOVAPS X1, X14
+	MULPS  X11, X14
+	SUBPS  X14, X10
+	DIVPS  X8, X10
+	// Where min > 0: min = 0, scale = sumXL/sumL2.
+	XORPS  X14, X14
+	CMPPS  X10, X14, $1
+	MOVAPS X14, X15
+	ANDNPS X10, X15
+	MOVAPS X15, X10
+	MOVAPS X11, X8
+	DIVPS  X2, X8
+	XORPS  X9, X8
+	ANDPS  X14, X8
+	XORPS  X8, X9
+	// X12 = the candidate's weighted squared error.
+	XORPS  X12, X12
+	KALL(KERR)
+	// X13 = 0 < D && error < best.
+	MOVUPS KBEST(DI), X8
+	MOVAPS X12, X14
+	CMPPS  X8, X14, $1
+	ANDPS  X14, X13
+	MOVMSKPS X13, AX
+	TESTL  AX, AX
+	JZ     knext
+	KBLEND(KBEST, X12, X8)
+	KBLEND(KSCALE, X9, X8)
+	KBLEND(KMN, X10, X15)
+	KALL(KTAKE)
+	KALL(KDIFF)
+
+knext:
+	ADDQ   $4, SI
+	DECQ   CX
+	JNZ    cand
+	RET

@@ -864,3 +864,48 @@ func TestEncodeQ4_0MatchesPlain(t *testing.T) {
 		}
 	}
 }
+
+// TestQKX2x4MatchesScalar checks the four-group makeQKX2 search of q4_K and
+// q5_K against the literal transliteration, group by group, on random and
+// adversarial groups (some flat, some tiny, some with NaN or infinity).
+func TestQKX2x4MatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	var x, w [128]float32
+	var l1, l2 [128]uint8
+	var laux [32]uint8
+	var s1, m1 [4]float32
+	params := []struct {
+		nmax  int32
+		rmin  float32
+		nstep int
+	}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
+	for iter := 0; iter < 20000; iter++ {
+		p := params[iter%len(params)]
+		for g := range 4 {
+			xs := x[32*g : 32*g+32]
+			adversarialBlock(r, xs)
+			switch r.IntN(16) {
+			case 0:
+				for i := range xs {
+					xs[i] *= 1e-30
+				}
+			case 1:
+				c := xs[0]
+				for i := range xs {
+					xs[i] = c
+				}
+			}
+			for i, v := range xs {
+				w[32*g+i] = fabs(v) + float32(r.Float64())
+			}
+		}
+		makeQKX2x4(p.nmax, x[:], w[:], l1[:], p.rmin, 0.1, p.nstep, s1[:], m1[:])
+		for g := range 4 {
+			xs, ws, ls := x[32*g:32*g+32], w[32*g:32*g+32], l2[32*g:32*g+32]
+			s2, m2 := makeQKX2Plain(p.nmax, xs, ws, ls, laux[:], p.rmin, 0.1, p.nstep, false)
+			if !sameFloat(s1[g], s2) || !sameFloat(m1[g], m2) || [32]uint8(l1[32*g:]) != [32]uint8(ls) {
+				t.Fatalf("%+v, group %d of %v:\n got %v %v %v\nwant %v %v %v", p, g, xs, s1[g], m1[g], l1[32*g:32*g+32], s2, m2, ls)
+			}
+		}
+	}
+}
