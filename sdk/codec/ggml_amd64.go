@@ -40,6 +40,12 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 //go:noescape
 func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
 
+// qkx2Start4SSE2 is, for the four groups of 32 at x, the transposition
+// into s, k4Weights, and qkx2Start (squared error); mnStart is set to mn.
+//
+//go:noescape
+func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32)
+
 // qkx2Search4SSE2 is makeQKX2's search (squared error) for the four groups
 // in s, over the n candidate iscales num[is]/(mx - mn); see qkx2Quad.
 //

@@ -569,22 +569,10 @@ func decodeQ3_K(dst []float32, src []byte) {
 // and d, dmin. It leaves the levels of the search in L and returns the
 // fp16-rounded d and dmin.
 func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
-	var weights [256]float32
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
-	for j := range 8 {
-		xs := x[32*j : 32*j+32]
-		var sumX2 float32
-		for _, v := range xs {
-			sumX2 += float32(v * v)
-		}
-		avX := sqrtf(sumX2 / 32)
-		for l, v := range xs {
-			weights[32*j+l] = avX + fabs(v)
-		}
-	}
-	makeQKX2x4(nmax, x[:128], weights[:128], L[:128], rmin, 0.1, nstep, scales[:4], mins[:4])
-	makeQKX2x4(nmax, x[128:256], weights[128:], L[128:], rmin, 0.1, nstep, scales[4:], mins[4:])
+	k4Search4(nmax, x[:128], L[:128], rmin, nstep, scales[:4], mins[:4])
+	k4Search4(nmax, x[128:256], L[128:], rmin, nstep, scales[4:], mins[4:])
 	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]

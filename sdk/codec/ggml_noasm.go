@@ -28,6 +28,10 @@ func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
 func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }

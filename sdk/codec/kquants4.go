@@ -155,55 +155,63 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 // kernel of makeQKX2's search (groups of 32, squared error): x[4i+g] is
 // element i of group g, w its weight, xm = x - mn, cur the candidate's
 // levels and L the best levels so far, as float32; the per-group fields are
-// qkx2State's. The field offsets are spelled out in kquants4_amd64.s.
+// qkx2State's, and mnStart is mn as the search found it. The field offsets are spelled out in kquants4_amd64.s.
 type qkx2Quad struct {
 	x, w, xm, cur, L                [128]float32
 	mn, mx, sumW, sumX, scale, best [4]float32
+	mnStart                         [4]float32 // mn before the search
 }
 
-// makeQKX2x4 is makeQKX2(nmax, ·, ·, ·, rmin, rdelta, nstep, false) for
-// four consecutive groups of 32 in x, with their weights, writing the
-// levels to L[:128] and the results to scales[:4] and mins[:4]. Every
-// candidate is evaluated in every lane: one that repeats the previous
-// candidate's levels has the same sums and error and cannot be taken, so
-// this is makeQKX2's result (TestQKX2x4MatchesScalar).
-func makeQKX2x4(nmax int32, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, scales, mins []float32) {
-	x, weights, L, scales, mins = x[:128], weights[:128], L[:128], scales[:4], mins[:4]
+// k4Search4 is the per-32 search of q4_K and q5_K for four consecutive
+// groups of 32 in x: each group's weights (k4Weights), then makeQKX2(nmax,
+// ·, ·, ·, rmin, 0.1, nstep, false), writing the levels to L[:128] and the
+// results to scales[:4] and mins[:4]. The SSE2 kernels evaluate every
+// candidate in every lane: one that repeats the previous candidate's levels
+// has the same sums and error and cannot be taken, so this is makeQKX2's
+// result (TestK4Search4MatchesScalar).
+func k4Search4(nmax int32, x []float32, L []uint8, rmin float32, nstep int, scales, mins []float32) {
+	x, L, scales, mins = x[:128], L[:128], scales[:4], mins[:4]
 	if !useSSE2 || nstep < 0 || nstep >= len(qkx2Num{}) {
+		var w [32]float32
 		for g := range 4 {
-			scales[g], mins[g] = makeQKX2(nmax, x[32*g:32*g+32], weights[32*g:32*g+32], L[32*g:32*g+32], rmin, rdelta, nstep, false)
+			xs := x[32*g : 32*g+32]
+			k4Weights(xs, w[:])
+			scales[g], mins[g] = makeQKX2(nmax, xs, w[:], L[32*g:32*g+32], rmin, 0.1, nstep, false)
 		}
 		return
 	}
 	var q qkx2Quad
-	var flat [4]bool
-	for g := range 4 {
-		xs, ws, ls := x[32*g:32*g+32], weights[32*g:32*g+32], L[32*g:32*g+32]
-		var xm [32]float32
-		st, f := qkx2Start(nmax, xs, ws, ls, xm[:], false)
-		if f {
-			flat[g] = true
-			scales[g], mins[g] = 0, -st.mn
-			continue
-		}
-		q.mn[g], q.mx[g], q.sumW[g], q.sumX[g], q.scale[g], q.best[g] = st.mn, st.mx, st.sumW, st.sumX, st.scale, st.best
-		for i := range 32 {
-			q.x[4*i+g], q.w[4*i+g], q.xm[4*i+g], q.L[4*i+g] = xs[i], ws[i], xm[i], levelF[ls[i]]
-		}
-	}
+	qkx2Start4SSE2(&q, &x[0], nmax)
 	var num qkx2Num
 	for is := 0; is <= nstep; is++ {
-		num[is] = float32(rmin+float32(rdelta*float32(is))) + float32(nmax)
+		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
 	qkx2Search4SSE2(&q, &num[0], nstep+1, 0, nmax)
 	for g := range 4 {
-		if flat[g] {
+		if q.mx[g] == q.mnStart[g] {
+			// Flat: makeQKX2 returns at once.
+			clear(L[32*g : 32*g+32])
+			scales[g], mins[g] = 0, -q.mnStart[g]
 			continue
 		}
 		for i := range 32 {
 			L[32*g+i] = uint8(q.L[4*i+g])
 		}
 		scales[g], mins[g] = q.scale[g], -q.mn[g]
+	}
+}
+
+// k4Weights sets w to q4_K's and q5_K's weights for the group of 32 in x:
+// av + |x[i]|, av the root mean square of x.
+func k4Weights(x, w []float32) {
+	x, w = x[:32], w[:32]
+	var sumX2 float32
+	for _, v := range x {
+		sumX2 += float32(v * v)
+	}
+	avX := sqrtf(sumX2 / 32)
+	for l, v := range x {
+		w[l] = avX + fabs(v)
 	}
 }
 

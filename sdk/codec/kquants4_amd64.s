@@ -555,6 +555,7 @@ final8:
 #define KSUMX 2608
 #define KSCALE 2624
 #define KBEST 2640
+#define KMNSTART 2656
 
 // Levels of element off at iscale X0 into cur, adding to the sums
 // X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x.
@@ -691,4 +692,144 @@ knext:
 	ADDQ   $4, SI
 	DECQ   CX
 	JNZ    cand
+	RET
+
+// One column R of element off: store x, add x·x to X12.
+#define KCOL(off, R) \
+	MOVUPS R, (KX+off)(DI); \
+	MOVAPS R, X8; \
+	MULPS  R, X8; \
+	ADDPS  X8, X12
+
+#define KLOADK(k) \
+	MOVUPS (16*k)(SI), X0; \
+	MOVUPS (128+16*k)(SI), X1; \
+	MOVUPS (256+16*k)(SI), X2; \
+	MOVUPS (384+16*k)(SI), X3; \
+	TRANSPOSE(X0, X1, X2, X3, X4, X5); \
+	KCOL(64*k, X1); \
+	KCOL(64*k+16, X3); \
+	KCOL(64*k+32, X4); \
+	KCOL(64*k+48, X2)
+
+// Element off (after the first): w = av + |x| with av in X13 and the
+// mask 0x7FFFFFFF in X14; mn X10 = x < mn ? x : mn, mx X11 = x > mx ?
+// x : mx, sumW X1 += w, sumX X2 += w·x.
+#define KWEIGHT(off) \
+	MOVUPS (KX+off)(DI), X0; \
+	MOVAPS X0, X9; \
+	ANDPS  X14, X9; \
+	ADDPS  X13, X9; \
+	MOVUPS X9, (KW+off)(DI); \
+	MOVAPS X0, X8; \
+	MINPS  X10, X8; \
+	MOVAPS X8, X10; \
+	MOVAPS X0, X8; \
+	MAXPS  X11, X8; \
+	MOVAPS X8, X11; \
+	ADDPS  X9, X1; \
+	MULPS  X0, X9; \
+	ADDPS  X9, X2
+
+// First guess for element off at iscale X0, scale X9, mn X10: xm = x - mn,
+// L = levels, X12 += w·d·d with d = (scale·l + mn) - x.
+#define KGUESS(off) \
+	MOVUPS (KX+off)(DI), X1; \
+	MOVAPS X1, X8; \
+	SUBPS  X10, X8; \
+	MOVUPS X8, (KXM+off)(DI); \
+	MULPS  X0, X8; \
+	ROUNDCLAMP(X8, X2, X11); \
+	MOVUPS X8, (KL+off)(DI); \
+	MULPS  X9, X8; \
+	ADDPS  X10, X8; \
+	SUBPS  X1, X8; \
+	MULPS  X8, X8; \
+	MOVUPS (KW+off)(DI), X2; \
+	MULPS  X2, X8; \
+	ADDPS  X8, X12
+
+#define KALL1(M) \
+	M(16); M(32); M(48); M(64); M(80); M(96); M(112); \
+	M(128); M(144); M(160); M(176); M(192); M(208); M(224); M(240); \
+	M(256); M(272); M(288); M(304); M(320); M(336); M(352); M(368); \
+	M(384); M(400); M(416); M(432); M(448); M(464); M(480); M(496)
+
+// func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32)
+// For the four groups of 32 at x: s.x (transposed); the weights
+// av + |x|, av = sqrt(Σx²/32); mn (at most 0), mx, Σw and Σw·x in element
+// order from element 0; xm = x - mn; and the first guess at iscale =
+// nmax/(mx - mn): its levels, scale = 1/iscale and weighted squared error.
+// A lane with mx == mn (flat) gets garbage beyond mn and mx.
+TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-20
+	MOVQ   s+0(FP), DI
+	MOVQ   x+8(FP), SI
+	XORPS  X12, X12
+	KLOADK(0)
+	KLOADK(1)
+	KLOADK(2)
+	KLOADK(3)
+	KLOADK(4)
+	KLOADK(5)
+	KLOADK(6)
+	KLOADK(7)
+	// X13 = av = sqrt(Σx²/32), X14 = 0x7FFFFFFF.
+	MOVL   $0x42000000, AX
+	MOVL   AX, X8
+	SHUFPS $0, X8, X8
+	DIVPS  X8, X12
+	SQRTPS X12, X13
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	// Element 0 starts mn, mx, Σw and Σw·x.
+	MOVUPS KX(DI), X0
+	MOVAPS X0, X9
+	ANDPS  X14, X9
+	ADDPS  X13, X9
+	MOVUPS X9, KW(DI)
+	MOVAPS X0, X10
+	MOVAPS X0, X11
+	MOVAPS X9, X1
+	MOVAPS X9, X2
+	MULPS  X0, X2
+	KALL1(KWEIGHT)
+	// mn = 0 < mn ? 0 : mn
+	XORPS  X8, X8
+	CMPPS  X10, X8, $1
+	ANDNPS X10, X8
+	MOVAPS X8, X10
+	MOVUPS X10, KMN(DI)
+	MOVUPS X10, KMNSTART(DI)
+	MOVUPS X11, KMX(DI)
+	MOVUPS X1, KSUMW(DI)
+	MOVUPS X2, KSUMX(DI)
+	// X0 = iscale = nmax/(mx - mn), X9 = scale = 1/iscale.
+	MOVL   nmax+16(FP), AX
+	CVTSL2SS AX, X0
+	SHUFPS $0, X0, X0
+	SUBPS  X10, X11
+	DIVPS  X11, X0
+	MOVL   $0x3F800000, AX
+	MOVL   AX, X9
+	SHUFPS $0, X9, X9
+	DIVPS  X0, X9
+	MOVUPS X9, KSCALE(DI)
+	// ROUNDCLAMP's constants, lo = 0 and hi = nmax.
+	MOVL   $0x4B400000, AX
+	MOVL   AX, X3
+	PSHUFL $0, X3, X3
+	MOVL   $0x007FFFFF, AX
+	MOVL   AX, X4
+	PSHUFL $0, X4, X4
+	MOVL   $0x00400000, AX
+	MOVL   AX, X5
+	PSHUFL $0, X5, X5
+	PXOR   X6, X6
+	MOVL   nmax+16(FP), AX
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+	XORPS  X12, X12
+	KALL(KGUESS)
+	MOVUPS X12, KBEST(DI)
 	RET

@@ -865,12 +865,14 @@ func TestEncodeQ4_0MatchesPlain(t *testing.T) {
 	}
 }
 
-// TestQKX2x4MatchesScalar checks the four-group makeQKX2 search of q4_K and
-// q5_K against the literal transliteration, group by group, on random and
-// adversarial groups (some flat, some tiny, some with NaN or infinity).
-func TestQKX2x4MatchesScalar(t *testing.T) {
+// TestK4Search4MatchesScalar checks the four-group search of q4_K and q5_K
+// against q4_K's weights and the literal make_qkx2_quants, group by group,
+// on random and adversarial groups (some flat, some tiny, some with NaN or
+// infinity).
+func TestK4Search4MatchesScalar(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	var x, w [128]float32
+	var x [128]float32
+	var w [32]float32
 	var l1, l2 [128]uint8
 	var laux [32]uint8
 	var s1, m1 [4]float32
@@ -894,15 +896,17 @@ func TestQKX2x4MatchesScalar(t *testing.T) {
 				for i := range xs {
 					xs[i] = c
 				}
-			}
-			for i, v := range xs {
-				w[32*g+i] = fabs(v) + float32(r.Float64())
+			case 2:
+				for i := range xs {
+					xs[i] = fabs(xs[i])
+				}
 			}
 		}
-		makeQKX2x4(p.nmax, x[:], w[:], l1[:], p.rmin, 0.1, p.nstep, s1[:], m1[:])
+		k4Search4(p.nmax, x[:], l1[:], p.rmin, p.nstep, s1[:], m1[:])
 		for g := range 4 {
-			xs, ws, ls := x[32*g:32*g+32], w[32*g:32*g+32], l2[32*g:32*g+32]
-			s2, m2 := makeQKX2Plain(p.nmax, xs, ws, ls, laux[:], p.rmin, 0.1, p.nstep, false)
+			xs, ls := x[32*g:32*g+32], l2[32*g:32*g+32]
+			k4Weights(xs, w[:])
+			s2, m2 := makeQKX2Plain(p.nmax, xs, w[:], ls, laux[:], p.rmin, 0.1, p.nstep, false)
 			if !sameFloat(s1[g], s2) || !sameFloat(m1[g], m2) || [32]uint8(l1[32*g:]) != [32]uint8(ls) {
 				t.Fatalf("%+v, group %d of %v:\n got %v %v %v\nwant %v %v %v", p, g, xs, s1[g], m1[g], l1[32*g:32*g+32], s2, m2, ls)
 			}
