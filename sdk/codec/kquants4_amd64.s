@@ -557,18 +557,42 @@ final8:
 #define KBEST 2640
 #define KMNSTART 2656
 
-// Levels of element off at iscale X0 into cur, adding to the sums
-// X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x.
-#define KLEVEL(off) \
+// Levels of elements off and off+16 at iscale X0 into cur, adding to the
+// sums X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x, element off first.
+// nearestInt's int32 results are packed to int16 with signed saturation,
+// which keeps every value's clamp to [0, hi] (X6 = 0, X7 = hi in every
+// 16-bit lane), then clamped and widened again (they are not negative).
+#define KLEVEL2(off) \
 	MOVUPS (KXM+off)(DI), X8; \
 	MULPS  X0, X8; \
-	ROUNDCLAMP(X8, X9, X10); \
+	ADDPS  X3, X8; \
+	PAND   X4, X8; \
+	PSUBL  X5, X8; \
+	MOVUPS (KXM+off+16)(DI), X9; \
+	MULPS  X0, X9; \
+	ADDPS  X3, X9; \
+	PAND   X4, X9; \
+	PSUBL  X5, X9; \
+	PACKSSLW X9, X8; \
+	PMAXSW X6, X8; \
+	PMINSW X7, X8; \
+	MOVO   X8, X12; \
+	PUNPCKLWL X6, X8; \
+	PUNPCKHWL X6, X12; \
+	CVTPL2PS X8, X8; \
+	CVTPL2PS X12, X12; \
 	MOVUPS X8, (KCUR+off)(DI); \
+	MOVUPS X12, (KCUR+off+16)(DI); \
+	KSUMS(off, X8); \
+	KSUMS(off+16, X12)
+
+// Adds level R of element off to X1, X2 and X11; clobbers X9, X10.
+#define KSUMS(off, R) \
 	MOVUPS (KW+off)(DI), X9; \
-	MULPS  X8, X9; \
+	MULPS  R, X9; \
 	ADDPS  X9, X1; \
 	MOVAPS X9, X10; \
-	MULPS  X8, X10; \
+	MULPS  R, X10; \
 	ADDPS  X10, X2; \
 	MOVUPS (KX+off)(DI), X10; \
 	MULPS  X9, X10; \
@@ -609,6 +633,10 @@ final8:
 	XORPS  R, T; \
 	MOVUPS T, off(DI)
 
+#define KHALF(M) \
+	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
+	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
+
 #define KALL(M) \
 	M(0); M(16); M(32); M(48); M(64); M(80); M(96); M(112); \
 	M(128); M(144); M(160); M(176); M(192); M(208); M(224); M(240); \
@@ -618,14 +646,28 @@ final8:
 // func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32)
 // make_qkx2_quants's search (squared error) for four groups of 32, from
 // the state of its first guess: for each of the n candidates, iscale =
-// num[is]/(mx - mn), levels clamped to [lo, hi], the least-squares scale
+// num[is]/(mx - mn), levels clamped to [0, hi] (lo must be 0, hi below
+// 2^15), the least-squares scale
 // and min (min at most 0), and the candidate is taken where D > 0 and its
 // weighted error is below the best. n ≥ 1.
 TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-32
 	MOVQ   s+0(FP), DI
 	MOVQ   num+8(FP), SI
 	MOVQ   n+16(FP), CX
-	CONSTS
+	MOVL   $0x4B400000, AX
+	MOVL   AX, X3
+	PSHUFL $0, X3, X3
+	MOVL   $0x007FFFFF, AX
+	MOVL   AX, X4
+	PSHUFL $0, X4, X4
+	MOVL   $0x00400000, AX
+	MOVL   AX, X5
+	PSHUFL $0, X5, X5
+	PXOR   X6, X6
+	MOVL   hi+28(FP), AX
+	MOVL   AX, X7
+	PSHUFLW $0, X7, X7
+	PSHUFL $0, X7, X7
 
 cand:
 	MOVSS  (SI), X0
@@ -637,7 +679,7 @@ cand:
 	XORPS  X1, X1
 	XORPS  X2, X2
 	XORPS  X11, X11
-	KALL(KLEVEL)
+	KHALF(KLEVEL2)
 	// D = sumW·sumL2 - sumL·sumL; X13 = 0 < D.
 	MOVUPS KSUMW(DI), X8
 	MULPS  X2, X8

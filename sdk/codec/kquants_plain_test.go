@@ -900,6 +900,15 @@ func TestK4Search4MatchesScalar(t *testing.T) {
 				for i := range xs {
 					xs[i] = fabs(xs[i])
 				}
+			case 3:
+				// A NaN with a payload: nearestInt turns it into a level
+				// far outside [0, nmax].
+				xs[r.IntN(32)] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
+			case 4:
+				// Magnitudes where iscale·(x - mn) leaves nearestInt's range.
+				for i := range xs {
+					xs[i] = float32(r.NormFloat64()) * 3e38
+				}
 			}
 		}
 		k4Search4(p.nmax, x[:], l1[:], p.rmin, p.nstep, s1[:], m1[:])
