@@ -77,6 +77,62 @@
 	LEVEL(128, DST); LEVEL(144, DST); LEVEL(160, DST); LEVEL(176, DST); \
 	LEVEL(192, DST); LEVEL(208, DST); LEVEL(224, DST); LEVEL(240, DST)
 
+// Levels of elements off and off+16 at iscale X0 into DST(off), adding to
+// the sums X1 += wx·l and X2 += (w·l)·l, element off first. nearestInt's
+// int32 results are packed to int16 with signed saturation, which keeps
+// every value's clamp to [lo, hi] (X6 = lo, X7 = hi in every 16-bit lane,
+// see QXCONSTS), clamped, and sign-extended again. Clobbers X8-X10, X14.
+#define LEVEL2(off, DST) \
+	MOVUPS (QX+off)(DI), X8; \
+	MULPS  X0, X8; \
+	ADDPS  X3, X8; \
+	PAND   X4, X8; \
+	PSUBL  X5, X8; \
+	MOVUPS (QX+off+16)(DI), X9; \
+	MULPS  X0, X9; \
+	ADDPS  X3, X9; \
+	PAND   X4, X9; \
+	PSUBL  X5, X9; \
+	PACKSSLW X9, X8; \
+	PMAXSW X6, X8; \
+	PMINSW X7, X8; \
+	MOVO   X8, X14; \
+	PUNPCKLWL X8, X8; \
+	PUNPCKHWL X14, X14; \
+	PSRAL  $16, X8; \
+	PSRAL  $16, X14; \
+	CVTPL2PS X8, X8; \
+	CVTPL2PS X14, X14; \
+	MOVUPS X8, (DST+off)(DI); \
+	MOVUPS X14, (DST+off+16)(DI); \
+	QXSUMS(off, X8); \
+	QXSUMS(off+16, X14)
+
+// Adds level R of element off to X1 (wx·l) and X2 ((w·l)·l); clobbers X9,
+// X10.
+#define QXSUMS(off, R) \
+	MOVUPS (QWX+off)(DI), X9; \
+	MULPS  R, X9; \
+	ADDPS  X9, X1; \
+	MOVUPS (QW+off)(DI), X10; \
+	MULPS  R, X10; \
+	MULPS  R, X10; \
+	ADDPS  X10, X2
+
+#define LEVELS2(DST) \
+	XORPS  X1, X1; \
+	XORPS  X2, X2; \
+	LEVEL2(0, DST); LEVEL2(32, DST); LEVEL2(64, DST); LEVEL2(96, DST); \
+	LEVEL2(128, DST); LEVEL2(160, DST); LEVEL2(192, DST); LEVEL2(224, DST)
+
+// CONSTS with lo and hi in every 16-bit lane of X6 and X7 (for LEVEL2).
+#define QXCONSTS \
+	CONSTS; \
+	PSHUFLW $0, X6, X6; \
+	PSHUFL $0, X6, X6; \
+	PSHUFLW $0, X7, X7; \
+	PSHUFL $0, X7, X7
+
 // L(off) = cur(off) in the lanes of mask X9.
 #define TAKE(off) \
 	MOVUPS (QL+off)(DI), X10; \
@@ -95,13 +151,13 @@ TEXT ·qxSearch4SSE2(SB), NOSPLIT, $0-32
 	MOVQ   s+0(FP), DI
 	MOVQ   num+8(FP), SI
 	MOVQ   n+16(FP), CX
-	CONSTS
+	QXCONSTS
 	MOVUPS QMX(DI), X13
 	// Start: iscale = num[0]/mx.
 	MOVSS  (SI), X0
 	SHUFPS $0, X0, X0
 	DIVPS  X13, X0
-	LEVELS(QL)
+	LEVELS2(QL)
 	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
 	MOVAPS X1, X11
 	DIVPS  X2, X11
@@ -119,7 +175,7 @@ cand:
 	MOVSS  (SI), X0
 	SHUFPS $0, X0, X0
 	DIVPS  X13, X0
-	LEVELS(QCUR)
+	LEVELS2(QCUR)
 	// mask = 0 < suml2 && best·suml2 < sumlx·sumlx
 	MOVAPS X1, X8
 	MULPS  X1, X8

@@ -473,10 +473,15 @@ func TestSearch4MatchesScalar(t *testing.T) {
 	for iter := 0; iter < 20000; iter++ {
 		for g := range 4 {
 			adversarialBlock(r, x[16*g:16*g+16])
-			if r.IntN(16) == 0 {
+			switch r.IntN(16) {
+			case 0:
 				for i := 16 * g; i < 16*g+16; i++ {
 					x[i] *= 1e-16
 				}
+			case 1:
+				// A NaN with a payload, which nearestInt turns into a
+				// level far outside the clamp.
+				x[16*g+r.IntN(16)] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
 			}
 		}
 		for k, nmax := range []int32{32, 4} {
