@@ -2,10 +2,16 @@
 
 package codec
 
+import "golang.org/x/sys/cpu"
+
 // useSSE2 selects the SSE2 kernels of ggml_amd64.s. SSE2 is part of every
 // amd64 CPU; the kernels do exactly what their Go twins do, four lanes at a
 // time (packed IEEE float32 operations round like the scalar ones).
 const useSSE2 = true
+
+// useAVX2 selects the AVX2 kernels, which do what the SSE2 ones do, eight
+// lanes at a time.
+var useAVX2 = cpu.X86.HasAVX2
 
 // roundClampSSE2 is roundLevelsGo for n elements, n a multiple of 4.
 //
@@ -40,17 +46,24 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 //go:noescape
 func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
 
-// qkx2Start4SSE2 is, for the four groups of 32 at x, the transposition
-// into s, k4Weights, and qkx2Start (squared error); mnStart is set to mn.
+// qkx2Start4SSE2 is, for the four groups of 32 at x, going to half of s,
+// the transposition, k4Weights, and qkx2Start (squared error); mnStart is
+// set to mn.
 //
 //go:noescape
-func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32)
+func qkx2Start4SSE2(s *qkx2Oct, half int, x *float32, nmax int32)
 
 // qkx2Search4SSE2 is makeQKX2's search (squared error) for the four groups
-// in s, over the n candidate iscales num[is]/(mx - mn); see qkx2Quad.
+// in half of s, over the n candidate iscales num[is]/(mx - mn); see
+// qkx2Oct.
 //
 //go:noescape
-func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32)
+func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32)
+
+// qkx2Search8AVX2 is qkx2Search4SSE2 for the eight groups of s at once.
+//
+//go:noescape
+func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32)
 
 // quadsLoadSSE2 is quadsLoadGo.
 //

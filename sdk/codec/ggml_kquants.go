@@ -571,8 +571,7 @@ func decodeQ3_K(dst []float32, src []byte) {
 func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
-	k4Search4(nmax, x[:128], L[:128], rmin, nstep, scales[:4], mins[:4])
-	k4Search4(nmax, x[128:256], L[128:], rmin, nstep, scales[4:], mins[4:])
+	k4Search8(nmax, x, L[:], rmin, nstep, scales[:], mins[:])
 	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]

@@ -4,6 +4,8 @@ package codec
 
 const useSSE2 = false
 
+var useAVX2 = false
+
 func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) bool {
 	panic("codec: no SSE2 kernels on this platform")
 }
@@ -28,12 +30,16 @@ func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32) {
+func qkx2Start4SSE2(s *qkx2Oct, half int, x *float32, nmax int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32) {
+func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
+}
+
+func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32) {
+	panic("codec: no AVX2 kernels on this platform")
 }
 
 func quadsLoadSSE2(s *quads, x *float32) {

@@ -151,53 +151,59 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 	b.store(zb, 4, L[64:128], scales[4:8])
 }
 
-// qkx2Quad is the transposed input, state and output of the four-group
-// kernel of makeQKX2's search (groups of 32, squared error): x[4i+g] is
-// element i of group g, w its weight, xm = x - mn, cur the candidate's
-// levels and L the best levels so far, as float32; the per-group fields are
-// qkx2State's, and mnStart is mn as the search found it. The field offsets are spelled out in kquants4_amd64.s.
-type qkx2Quad struct {
-	x, w, xm, cur, L                [128]float32
-	mn, mx, sumW, sumX, scale, best [4]float32
-	mnStart                         [4]float32 // mn before the search
+// qkx2Oct is the transposed input, state and output of the kernels of
+// q4_K's and q5_K's search for the eight groups of 32 of a super-block:
+// x[8i+g] is element i of group g, w its weight, xm = x - mn, cur the
+// candidate's levels and L the best levels so far, as float32; the
+// per-group fields are qkx2State's, and mnStart is mn as the search found
+// it. The field offsets are spelled out in kquants4_amd64.s.
+type qkx2Oct struct {
+	x, w, xm, cur, L                         [256]float32
+	mn, mx, sumW, sumX, scale, best, mnStart [8]float32
 }
 
-// k4Search4 is the per-32 search of q4_K and q5_K for four consecutive
-// groups of 32 in x: each group's weights (k4Weights), then makeQKX2(nmax,
-// ·, ·, ·, rmin, 0.1, nstep, false), writing the levels to L[:128] and the
-// results to scales[:4] and mins[:4]. The SSE2 kernels evaluate every
-// candidate in every lane: one that repeats the previous candidate's levels
-// has the same sums and error and cannot be taken, so this is makeQKX2's
-// result (TestK4Search4MatchesScalar).
-func k4Search4(nmax int32, x []float32, L []uint8, rmin float32, nstep int, scales, mins []float32) {
-	x, L, scales, mins = x[:128], L[:128], scales[:4], mins[:4]
+// k4Search8 is the per-32 search of q4_K and q5_K for the eight groups of
+// 32 in x: each group's weights (k4Weights), then makeQKX2(nmax, ·, ·, ·,
+// rmin, 0.1, nstep, false), writing the levels to L[:256] and the results
+// to scales[:8] and mins[:8]. The kernels evaluate every candidate in
+// every lane: one that repeats the previous candidate's levels has the
+// same sums and error and cannot be taken, so this is makeQKX2's result
+// (TestK4Search8MatchesScalar).
+func k4Search8(nmax int32, x []float32, L []uint8, rmin float32, nstep int, scales, mins []float32) {
+	x, L, scales, mins = x[:256], L[:256], scales[:8], mins[:8]
 	if !useSSE2 || nstep < 0 || nstep >= len(qkx2Num{}) {
 		var w [32]float32
-		for g := range 4 {
+		for g := range 8 {
 			xs := x[32*g : 32*g+32]
 			k4Weights(xs, w[:])
 			scales[g], mins[g] = makeQKX2(nmax, xs, w[:], L[32*g:32*g+32], rmin, 0.1, nstep, false)
 		}
 		return
 	}
-	var q qkx2Quad
-	qkx2Start4SSE2(&q, &x[0], nmax)
+	var o qkx2Oct
+	qkx2Start4SSE2(&o, 0, &x[0], nmax)
+	qkx2Start4SSE2(&o, 1, &x[128], nmax)
 	var num qkx2Num
 	for is := 0; is <= nstep; is++ {
 		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
-	qkx2Search4SSE2(&q, &num[0], nstep+1, 0, nmax)
-	for g := range 4 {
-		if q.mx[g] == q.mnStart[g] {
+	if useAVX2 {
+		qkx2Search8AVX2(&o, &num[0], nstep+1, nmax)
+	} else {
+		qkx2Search4SSE2(&o, 0, &num[0], nstep+1, nmax)
+		qkx2Search4SSE2(&o, 1, &num[0], nstep+1, nmax)
+	}
+	for g := range 8 {
+		if o.mx[g] == o.mnStart[g] {
 			// Flat: makeQKX2 returns at once.
 			clear(L[32*g : 32*g+32])
-			scales[g], mins[g] = 0, -q.mnStart[g]
+			scales[g], mins[g] = 0, -o.mnStart[g]
 			continue
 		}
 		for i := range 32 {
-			L[32*g+i] = uint8(q.L[4*i+g])
+			L[32*g+i] = uint8(o.L[8*i+g])
 		}
-		scales[g], mins[g] = q.scale[g], -q.mn[g]
+		scales[g], mins[g] = o.scale[g], -o.mn[g]
 	}
 }
 

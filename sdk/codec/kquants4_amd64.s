@@ -599,21 +599,25 @@ final8:
 	MFINAL(SI, X3, X4)
 	RET
 
-// Offsets of the fields of qkx2Quad.
+// The q4_K and q5_K search, for the eight groups of 32 of a super-block
+// (qkx2Oct): element i of group g is at 32·i + 4·g, so that one AVX2
+// vector holds element i of the eight groups, and one SSE2 vector element
+// i of groups 0-3 (half 0) or 4-7 (half 1, 16 bytes further on). The
+// SSE2 kernels take a half; the per-group fields are 32 bytes apart.
 #define KX 0
-#define KW 512
-#define KXM 1024
-#define KCUR 1536
-#define KL 2048
-#define KMN 2560
-#define KMX 2576
-#define KSUMW 2592
-#define KSUMX 2608
-#define KSCALE 2624
-#define KBEST 2640
-#define KMNSTART 2656
+#define KW 1024
+#define KXM 2048
+#define KCUR 3072
+#define KL 4096
+#define KMN 5120
+#define KMX 5152
+#define KSUMW 5184
+#define KSUMX 5216
+#define KSCALE 5248
+#define KBEST 5280
+#define KMNSTART 5312
 
-// Levels of elements off and off+16 at iscale X0 into cur, adding to the
+// Levels of elements off and off+32 at iscale X0 into cur, adding to the
 // sums X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x, element off first.
 // nearestInt's int32 results are packed to int16 with signed saturation,
 // which keeps every value's clamp to [0, hi] (X6 = 0, X7 = hi in every
@@ -624,7 +628,7 @@ final8:
 	ADDPS  X3, X8; \
 	PAND   X4, X8; \
 	PSUBL  X5, X8; \
-	MOVUPS (KXM+off+16)(DI), X9; \
+	MOVUPS (KXM+off+32)(DI), X9; \
 	MULPS  X0, X9; \
 	ADDPS  X3, X9; \
 	PAND   X4, X9; \
@@ -638,9 +642,9 @@ final8:
 	CVTPL2PS X8, X8; \
 	CVTPL2PS X12, X12; \
 	MOVUPS X8, (KCUR+off)(DI); \
-	MOVUPS X12, (KCUR+off+16)(DI); \
+	MOVUPS X12, (KCUR+off+32)(DI); \
 	KSUMS(off, X8); \
-	KSUMS(off+16, X12)
+	KSUMS(off+32, X12)
 
 // Adds level R of element off to X1, X2 and X11; clobbers X9, X10.
 #define KSUMS(off, R) \
@@ -689,41 +693,58 @@ final8:
 	XORPS  R, T; \
 	MOVUPS T, off(DI)
 
-#define KHALF(M) \
-	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
-	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
+// M for the pairs of elements (0, 1), (2, 3) … (30, 31).
+#define KPAIRS(M) \
+	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448); \
+	M(512); M(576); M(640); M(704); M(768); M(832); M(896); M(960)
 
+// M for the 32 elements.
 #define KALL(M) \
-	M(0); M(16); M(32); M(48); M(64); M(80); M(96); M(112); \
-	M(128); M(144); M(160); M(176); M(192); M(208); M(224); M(240); \
-	M(256); M(272); M(288); M(304); M(320); M(336); M(352); M(368); \
-	M(384); M(400); M(416); M(432); M(448); M(464); M(480); M(496)
+	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
+	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480); \
+	M(512); M(544); M(576); M(608); M(640); M(672); M(704); M(736); \
+	M(768); M(800); M(832); M(864); M(896); M(928); M(960); M(992)
 
-// func qkx2Search4SSE2(s *qkx2Quad, num *float32, n int, lo, hi int32)
-// make_qkx2_quants's search (squared error) for four groups of 32, from
-// the state of its first guess: for each of the n candidates, iscale =
-// num[is]/(mx - mn), levels clamped to [0, hi] (lo must be 0, hi below
-// 2^15), the least-squares scale
-// and min (min at most 0), and the candidate is taken where D > 0 and its
-// weighted error is below the best. n ≥ 1.
-TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-32
-	MOVQ   s+0(FP), DI
-	MOVQ   num+8(FP), SI
-	MOVQ   n+16(FP), CX
-	MOVL   $0x4B400000, AX
-	MOVL   AX, X3
-	PSHUFL $0, X3, X3
-	MOVL   $0x007FFFFF, AX
-	MOVL   AX, X4
-	PSHUFL $0, X4, X4
-	MOVL   $0x00400000, AX
-	MOVL   AX, X5
-	PSHUFL $0, X5, X5
-	PXOR   X6, X6
-	MOVL   hi+28(FP), AX
-	MOVL   AX, X7
-	PSHUFLW $0, X7, X7
+// M for elements 1..31.
+#define KALL1(M) \
+	M(32); M(64); M(96); M(128); M(160); M(192); M(224); M(256); \
+	M(288); M(320); M(352); M(384); M(416); M(448); M(480); M(512); \
+	M(544); M(576); M(608); M(640); M(672); M(704); M(736); M(768); \
+	M(800); M(832); M(864); M(896); M(928); M(960); M(992)
+
+// The constants of the level rounding: X3 = 1.5·2^23, X4 = 0x7FFFFF,
+// X5 = 0x400000, X6 = 0, and hi (from AX) in every 16-bit lane of X7.
+#define KCONSTS \
+	MOVL   $0x4B400000, BX; \
+	MOVL   BX, X3; \
+	PSHUFL $0, X3, X3; \
+	MOVL   $0x007FFFFF, BX; \
+	MOVL   BX, X4; \
+	PSHUFL $0, X4, X4; \
+	MOVL   $0x00400000, BX; \
+	MOVL   BX, X5; \
+	PSHUFL $0, X5, X5; \
+	PXOR   X6, X6; \
+	MOVL   AX, X7; \
+	PSHUFLW $0, X7, X7; \
 	PSHUFL $0, X7, X7
+
+// func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32)
+// make_qkx2_quants's search (squared error) for four groups of 32 (half 0:
+// groups 0-3, half 1: groups 4-7), from the state of its first guess: for
+// each of the n candidates, iscale = num[is]/(mx - mn), levels clamped to
+// [0, hi] (hi below 2^15), the least-squares scale and min (min at most 0),
+// and the candidate is taken where D > 0 and its weighted error is below
+// the best. n ≥ 1.
+TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-36
+	MOVQ   s+0(FP), DI
+	MOVQ   half+8(FP), AX
+	SHLQ   $4, AX
+	ADDQ   AX, DI
+	MOVQ   num+16(FP), SI
+	MOVQ   n+24(FP), CX
+	MOVL   hi+32(FP), AX
+	KCONSTS
 
 cand:
 	MOVSS  (SI), X0
@@ -735,7 +756,7 @@ cand:
 	XORPS  X1, X1
 	XORPS  X2, X2
 	XORPS  X11, X11
-	KHALF(KLEVEL2)
+	KPAIRS(KLEVEL2)
 	// D = sumW·sumL2 - sumL·sumL; X13 = 0 < D.
 	MOVUPS KSUMW(DI), X8
 	MULPS  X2, X8
@@ -799,16 +820,17 @@ knext:
 	MULPS  R, X8; \
 	ADDPS  X8, X12
 
+// Elements 4k..4k+3 of the four groups of 32 at SI.
 #define KLOADK(k) \
 	MOVUPS (16*k)(SI), X0; \
 	MOVUPS (128+16*k)(SI), X1; \
 	MOVUPS (256+16*k)(SI), X2; \
 	MOVUPS (384+16*k)(SI), X3; \
 	TRANSPOSE(X0, X1, X2, X3, X4, X5); \
-	KCOL(64*k, X1); \
-	KCOL(64*k+16, X3); \
-	KCOL(64*k+32, X4); \
-	KCOL(64*k+48, X2)
+	KCOL(128*k, X1); \
+	KCOL(128*k+32, X3); \
+	KCOL(128*k+64, X4); \
+	KCOL(128*k+96, X2)
 
 // Element off (after the first): w = av + |x| with av in X13 and the
 // mask 0x7FFFFFFF in X14; mn X10 = x < mn ? x : mn, mx X11 = x > mx ?
@@ -847,21 +869,19 @@ knext:
 	MULPS  X2, X8; \
 	ADDPS  X8, X12
 
-#define KALL1(M) \
-	M(16); M(32); M(48); M(64); M(80); M(96); M(112); \
-	M(128); M(144); M(160); M(176); M(192); M(208); M(224); M(240); \
-	M(256); M(272); M(288); M(304); M(320); M(336); M(352); M(368); \
-	M(384); M(400); M(416); M(432); M(448); M(464); M(480); M(496)
-
-// func qkx2Start4SSE2(s *qkx2Quad, x *float32, nmax int32)
-// For the four groups of 32 at x: s.x (transposed); the weights
-// av + |x|, av = sqrt(Σx²/32); mn (at most 0), mx, Σw and Σw·x in element
-// order from element 0; xm = x - mn; and the first guess at iscale =
-// nmax/(mx - mn): its levels, scale = 1/iscale and weighted squared error.
-// A lane with mx == mn (flat) gets garbage beyond mn and mx.
-TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-20
+// func qkx2Start4SSE2(s *qkx2Oct, half int, x *float32, nmax int32)
+// For the four groups of 32 at x, into half of s: x; the weights
+// av + |x|, av = sqrt(Σx²/32); mn (at most 0, also into mnStart), mx, Σw
+// and Σw·x in element order from element 0; xm = x - mn; and the first
+// guess at iscale = nmax/(mx - mn): its levels, scale = 1/iscale and
+// weighted squared error. A lane with mx == mn (flat) gets garbage beyond
+// mn and mx.
+TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	MOVQ   s+0(FP), DI
-	MOVQ   x+8(FP), SI
+	MOVQ   half+8(FP), AX
+	SHLQ   $4, AX
+	ADDQ   AX, DI
+	MOVQ   x+16(FP), SI
 	XORPS  X12, X12
 	KLOADK(0)
 	KLOADK(1)
@@ -903,31 +923,167 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-20
 	MOVUPS X1, KSUMW(DI)
 	MOVUPS X2, KSUMX(DI)
 	// X0 = iscale = nmax/(mx - mn), X9 = scale = 1/iscale.
-	MOVL   nmax+16(FP), AX
+	MOVL   nmax+24(FP), AX
 	CVTSL2SS AX, X0
 	SHUFPS $0, X0, X0
 	SUBPS  X10, X11
 	DIVPS  X11, X0
-	MOVL   $0x3F800000, AX
-	MOVL   AX, X9
+	MOVL   $0x3F800000, BX
+	MOVL   BX, X9
 	SHUFPS $0, X9, X9
 	DIVPS  X0, X9
 	MOVUPS X9, KSCALE(DI)
 	// ROUNDCLAMP's constants, lo = 0 and hi = nmax.
-	MOVL   $0x4B400000, AX
-	MOVL   AX, X3
+	MOVL   $0x4B400000, BX
+	MOVL   BX, X3
 	PSHUFL $0, X3, X3
-	MOVL   $0x007FFFFF, AX
-	MOVL   AX, X4
+	MOVL   $0x007FFFFF, BX
+	MOVL   BX, X4
 	PSHUFL $0, X4, X4
-	MOVL   $0x00400000, AX
-	MOVL   AX, X5
+	MOVL   $0x00400000, BX
+	MOVL   BX, X5
 	PSHUFL $0, X5, X5
 	PXOR   X6, X6
-	MOVL   nmax+16(FP), AX
 	MOVL   AX, X7
 	PSHUFL $0, X7, X7
 	XORPS  X12, X12
 	KALL(KGUESS)
 	MOVUPS X12, KBEST(DI)
+	RET
+
+// AVX2: the search for the eight groups at once, as qkx2Search4SSE2 does
+// for four.
+
+// Levels of elements off and off+32; see KLEVEL2. VPACKSSDW and
+// VPUNPCK[LH]WD both work within 128-bit lanes, so the unpacking restores
+// each element's group order.
+#define YLEVEL2(off) \
+	VMULPS (KXM+off)(DI), Y0, Y8; \
+	VADDPS Y3, Y8, Y8; \
+	VPAND  Y4, Y8, Y8; \
+	VPSUBD Y5, Y8, Y8; \
+	VMULPS (KXM+off+32)(DI), Y0, Y9; \
+	VADDPS Y3, Y9, Y9; \
+	VPAND  Y4, Y9, Y9; \
+	VPSUBD Y5, Y9, Y9; \
+	VPACKSSDW Y9, Y8, Y8; \
+	VPMAXSW Y6, Y8, Y8; \
+	VPMINSW Y7, Y8, Y8; \
+	VPUNPCKHWD Y6, Y8, Y12; \
+	VPUNPCKLWD Y6, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VCVTDQ2PS Y12, Y12; \
+	VMOVUPS Y8, (KCUR+off)(DI); \
+	VMOVUPS Y12, (KCUR+off+32)(DI); \
+	YSUMS(off, Y8); \
+	YSUMS(off+32, Y12)
+
+#define YSUMS(off, R) \
+	VMULPS (KW+off)(DI), R, Y9; \
+	VADDPS Y9, Y1, Y1; \
+	VMULPS R, Y9, Y10; \
+	VADDPS Y10, Y2, Y2; \
+	VMULPS (KX+off)(DI), Y9, Y10; \
+	VADDPS Y10, Y11, Y11
+
+#define YERR(off) \
+	VMULPS (KCUR+off)(DI), Y9, Y8; \
+	VADDPS Y10, Y8, Y8; \
+	VSUBPS (KX+off)(DI), Y8, Y8; \
+	VMULPS Y8, Y8, Y8; \
+	VMULPS (KW+off)(DI), Y8, Y8; \
+	VADDPS Y8, Y12, Y12
+
+#define YTAKE(off) \
+	VMOVUPS (KL+off)(DI), Y8; \
+	VXORPS (KCUR+off)(DI), Y8, Y14; \
+	VANDPS Y13, Y14, Y14; \
+	VXORPS Y14, Y8, Y8; \
+	VMOVUPS Y8, (KL+off)(DI)
+
+#define YDIFF(off) \
+	VMOVUPS (KX+off)(DI), Y8; \
+	VSUBPS Y15, Y8, Y8; \
+	VMOVUPS Y8, (KXM+off)(DI)
+
+#define YBLEND(off, R, T) \
+	VMOVUPS off(DI), T; \
+	VXORPS T, R, R; \
+	VANDPS Y13, R, R; \
+	VXORPS R, T, T; \
+	VMOVUPS T, off(DI)
+
+// func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32)
+// qkx2Search4SSE2 for the eight groups. n ≥ 1.
+TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-28
+	MOVQ   s+0(FP), DI
+	MOVQ   num+8(FP), SI
+	MOVQ   n+16(FP), CX
+	MOVL   hi+24(FP), AX
+	MOVL   $0x4B400000, BX
+	MOVL   BX, X3
+	VPBROADCASTD X3, Y3
+	MOVL   $0x007FFFFF, BX
+	MOVL   BX, X4
+	VPBROADCASTD X4, Y4
+	MOVL   $0x00400000, BX
+	MOVL   BX, X5
+	VPBROADCASTD X5, Y5
+	VPXOR  Y6, Y6, Y6
+	MOVL   AX, X7
+	VPBROADCASTW X7, Y7
+
+ycand:
+	VBROADCASTSS (SI), Y0
+	VMOVUPS KMX(DI), Y8
+	VSUBPS KMN(DI), Y8, Y8
+	VDIVPS Y8, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y11, Y11, Y11
+	KPAIRS(YLEVEL2)
+	// D = sumW·sumL2 - sumL·sumL; Y13 = 0 < D.
+	VMULPS KSUMW(DI), Y2, Y8
+	VMULPS Y1, Y1, Y9
+	VSUBPS Y9, Y8, Y8
+	VXORPS Y13, Y13, Y13
+	VCMPPS $1, Y8, Y13, Y13
+	// Y9 = scale = (sumW·sumXL - sumX·sumL)/D
+	VMULPS KSUMW(DI), Y11, Y9
+	VMULPS KSUMX(DI), Y1, Y10
+	VSUBPS Y10, Y9, Y9
+	VDIVPS Y8, Y9, Y9
+	// Y10 = min = (sumL2·sumX - sumL·sumXL)/D
+	VMULPS KSUMX(DI), Y2, Y10
+	VMULPS Y11, Y1, Y14
+	VSUBPS Y14, Y10, Y10
+	VDIVPS Y8, Y10, Y10
+	// Where min > 0: min = 0, scale = sumXL/sumL2.
+	VXORPS Y14, Y14, Y14
+	VCMPPS $1, Y10, Y14, Y14
+	VANDNPS Y10, Y14, Y10
+	VDIVPS Y2, Y11, Y8
+	VXORPS Y9, Y8, Y8
+	VANDPS Y14, Y8, Y8
+	VXORPS Y8, Y9, Y9
+	// Y12 = the candidate's weighted squared error.
+	VXORPS Y12, Y12, Y12
+	KALL(YERR)
+	// Y13 = 0 < D && error < best.
+	VCMPPS $1, KBEST(DI), Y12, Y14
+	VANDPS Y14, Y13, Y13
+	VMOVMSKPS Y13, AX
+	TESTL  AX, AX
+	JZ     ynext
+	YBLEND(KBEST, Y12, Y8)
+	YBLEND(KSCALE, Y9, Y8)
+	YBLEND(KMN, Y10, Y15)
+	KALL(YTAKE)
+	KALL(YDIFF)
+
+ynext:
+	ADDQ   $4, SI
+	DECQ   CX
+	JNZ    ycand
+	VZEROUPPER
 	RET

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -870,25 +871,37 @@ func TestEncodeQ4_0MatchesPlain(t *testing.T) {
 	}
 }
 
-// TestK4Search4MatchesScalar checks the four-group search of q4_K and q5_K
-// against q4_K's weights and the literal make_qkx2_quants, group by group,
-// on random and adversarial groups (some flat, some tiny, some with NaN or
-// infinity).
-func TestK4Search4MatchesScalar(t *testing.T) {
+// TestK4Search8MatchesScalar checks the eight-group search of q4_K and q5_K
+// (AVX2 and SSE2 kernels, where the CPU has them) against q4_K's weights and
+// the literal make_qkx2_quants, group by group, on random and adversarial
+// groups (some flat, some tiny, some with NaN or infinity).
+func TestK4Search8MatchesScalar(t *testing.T) {
+	kernels := []bool{false}
+	if useAVX2 {
+		kernels = append(kernels, true)
+	}
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, avx2 := range kernels {
+		useAVX2 = avx2
+		t.Run(fmt.Sprintf("avx2=%v", avx2), testK4Search8)
+	}
+}
+
+func testK4Search8(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	var x [128]float32
+	var x [256]float32
 	var w [32]float32
-	var l1, l2 [128]uint8
+	var l1, l2 [256]uint8
 	var laux [32]uint8
-	var s1, m1 [4]float32
+	var s1, m1 [8]float32
 	params := []struct {
 		nmax  int32
 		rmin  float32
 		nstep int
 	}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
-	for iter := 0; iter < 20000; iter++ {
+	for iter := 0; iter < 10000; iter++ {
 		p := params[iter%len(params)]
-		for g := range 4 {
+		for g := range 8 {
 			xs := x[32*g : 32*g+32]
 			adversarialBlock(r, xs)
 			switch r.IntN(16) {
@@ -916,8 +929,8 @@ func TestK4Search4MatchesScalar(t *testing.T) {
 				}
 			}
 		}
-		k4Search4(p.nmax, x[:], l1[:], p.rmin, p.nstep, s1[:], m1[:])
-		for g := range 4 {
+		k4Search8(p.nmax, x[:], l1[:], p.rmin, p.nstep, s1[:], m1[:])
+		for g := range 8 {
 			xs, ls := x[32*g:32*g+32], l2[32*g:32*g+32]
 			k4Weights(xs, w[:])
 			s2, m2 := makeQKX2Plain(p.nmax, xs, w[:], ls, laux[:], p.rmin, 0.1, p.nstep, false)
