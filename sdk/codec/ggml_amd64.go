@@ -40,6 +40,12 @@ func firstAbsMaxSSE2(x *float32) (m uint32, idx int)
 //go:noescape
 func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 
+// qxSearch8AVX2 is qxSearch4SSE2 for the groups of a and b at once, with
+// o as its working copy; see qxOct.
+//
+//go:noescape
+func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
+
 // q3Search4SSE2 is makeQ3Quants's search for the four groups in s; see
 // quads.
 //

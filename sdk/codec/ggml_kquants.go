@@ -762,9 +762,8 @@ func encodeQ6_K(dst []byte, src []float32) {
 		x := src[:256]
 		y := dst[:210]
 		var maxScale, maxAbsScale float32
-		for ib := 0; ib < 16; ib += 4 {
-			makeQXQuants32x4(x[16*ib:16*ib+64], L[16*ib:16*ib+64], scales[ib:ib+4])
-		}
+		makeQXQuants32x8(x[:128], L[:128], scales[:8])
+		makeQXQuants32x8(x[128:], L[128:], scales[8:])
 		for _, s := range scales {
 			if a := fabs(s); a > maxAbsScale {
 				maxAbsScale, maxScale = a, s

@@ -26,6 +26,10 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
 func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }

@@ -102,6 +102,31 @@ func makeQXQuants32x4(x []float32, L []int8, scales []float32) {
 	q.store(zero, 32, L, scales)
 }
 
+// qxOct is qxSearch8AVX2's working copy of two quads' x, w, wx and levels,
+// interleaved: x[8i+g] is element i of group g, groups 4-7 from the second
+// quad. Its field offsets are spelled out in kquants4_amd64.s.
+type qxOct struct {
+	x, w, wx, cur, L [128]float32
+}
+
+// makeQXQuants32x8 is makeQXQuants32x4 for eight consecutive groups of 16,
+// writing levels to L[:128] and scales to scales[:8]: one AVX2 search
+// where the CPU has AVX2.
+func makeQXQuants32x8(x []float32, L []int8, scales []float32) {
+	x, L, scales = x[:128], L[:128], scales[:8]
+	if !useAVX2 {
+		makeQXQuants32x4(x[:64], L[:64], scales[:4])
+		makeQXQuants32x4(x[64:], L[64:], scales[4:])
+		return
+	}
+	var a, b quads
+	var o qxOct
+	za, zb := a.load(x[:64]), b.load(x[64:])
+	qxSearch8AVX2(&a, &b, &o, &qxNum32[0], len(qxNum32), -32, 31)
+	a.store(za, 32, L[:64], scales[:4])
+	b.store(zb, 32, L[64:], scales[4:])
+}
+
 // makeQ3Quants4x4 is makeQ3Quants(4, ·) for four consecutive groups of 16
 // in x, writing levels to L[:64] and scales to scales[:4].
 func makeQ3Quants4x4(x []float32, L []int8, scales []float32) {

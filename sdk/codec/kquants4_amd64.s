@@ -1087,3 +1087,199 @@ ynext:
 	JNZ    ycand
 	VZEROUPPER
 	RET
+
+// AVX2: make_qx_quants's search for the eight groups of two quads at once.
+// The kernel interleaves them into a qxOct (element i of group g at
+// 32·i + 4·g, groups 4-7 from the second quad), searches there, and writes
+// the levels and scales back.
+#define OX 0
+#define OW 512
+#define OWX 1024
+#define OCUR 1536
+#define OL 2048
+
+// Element i (byte offset off in a quad, 2·off in the oct) of field F of
+// both quads into the oct's field G.
+#define OINTERLEAVE(F, G, off) \
+	VMOVUPS (F+off)(AX), X8; \
+	VINSERTF128 $1, (F+off)(BX), Y8, Y8; \
+	VMOVUPS Y8, (G+2*off)(DI)
+
+#define OIN(off) \
+	OINTERLEAVE(QX, OX, off); \
+	OINTERLEAVE(QW, OW, off); \
+	OINTERLEAVE(QWX, OWX, off)
+
+// The levels of element off back into both quads.
+#define OOUT(off) \
+	VMOVUPS (OL+2*off)(DI), Y8; \
+	VMOVUPS X8, (QL+off)(AX); \
+	VEXTRACTF128 $1, Y8, (QL+off)(BX)
+
+// Levels of oct elements off and off+32 at iscale Y0 into DST, adding to the
+// sums Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
+#define OLEVEL2(off, DST) \
+	VMULPS (OX+off)(DI), Y0, Y8; \
+	VADDPS Y3, Y8, Y8; \
+	VPAND  Y4, Y8, Y8; \
+	VPSUBD Y5, Y8, Y8; \
+	VMULPS (OX+off+32)(DI), Y0, Y9; \
+	VADDPS Y3, Y9, Y9; \
+	VPAND  Y4, Y9, Y9; \
+	VPSUBD Y5, Y9, Y9; \
+	VPACKSSDW Y9, Y8, Y8; \
+	VPMAXSW Y6, Y8, Y8; \
+	VPMINSW Y7, Y8, Y8; \
+	VPUNPCKHWD Y8, Y8, Y14; \
+	VPUNPCKLWD Y8, Y8, Y8; \
+	VPSRAD $16, Y8, Y8; \
+	VPSRAD $16, Y14, Y14; \
+	VCVTDQ2PS Y8, Y8; \
+	VCVTDQ2PS Y14, Y14; \
+	VMOVUPS Y8, (DST+off)(DI); \
+	VMOVUPS Y14, (DST+off+32)(DI); \
+	OSUMS(off, Y8); \
+	OSUMS(off+32, Y14)
+
+#define OSUMS(off, R) \
+	VMULPS (OWX+off)(DI), R, Y9; \
+	VADDPS Y9, Y1, Y1; \
+	VMULPS (OW+off)(DI), R, Y10; \
+	VMULPS R, Y10, Y10; \
+	VADDPS Y10, Y2, Y2
+
+#define OLEVELS(DST) \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	OLEVEL2(0, DST); OLEVEL2(64, DST); OLEVEL2(128, DST); OLEVEL2(192, DST); OLEVEL2(256, DST); OLEVEL2(320, DST); OLEVEL2(384, DST); OLEVEL2(448, DST)
+
+// L(off) = cur(off) in the lanes of mask Y9.
+#define OTAKE(off) \
+	VMOVUPS (OL+off)(DI), Y10; \
+	VXORPS (OCUR+off)(DI), Y10, Y8; \
+	VANDPS Y9, Y8, Y8; \
+	VXORPS Y8, Y10, Y10; \
+	VMOVUPS Y10, (OL+off)(DI)
+
+// func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
+// qxSearch4SSE2 for the groups of a (lanes 0-3) and b (lanes 4-7) at once,
+// with o as the interleaved working copy.
+TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-48
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), BX
+	MOVQ   o+16(FP), DI
+	MOVQ   num+24(FP), SI
+	MOVQ   n+32(FP), CX
+	OIN(0)
+	OIN(16)
+	OIN(32)
+	OIN(48)
+	OIN(64)
+	OIN(80)
+	OIN(96)
+	OIN(112)
+	OIN(128)
+	OIN(144)
+	OIN(160)
+	OIN(176)
+	OIN(192)
+	OIN(208)
+	OIN(224)
+	OIN(240)
+	// Y13 = mx of the eight groups.
+	VMOVUPS QMX(AX), X13
+	VINSERTF128 $1, QMX(BX), Y13, Y13
+	MOVL   $0x4B400000, DX
+	MOVL   DX, X3
+	VPBROADCASTD X3, Y3
+	MOVL   $0x007FFFFF, DX
+	MOVL   DX, X4
+	VPBROADCASTD X4, Y4
+	MOVL   $0x00400000, DX
+	MOVL   DX, X5
+	VPBROADCASTD X5, Y5
+	MOVL   lo+40(FP), DX
+	MOVL   DX, X6
+	VPBROADCASTW X6, Y6
+	MOVL   hi+44(FP), DX
+	MOVL   DX, X7
+	VPBROADCASTW X7, Y7
+	// Start: iscale = num[0]/mx.
+	VBROADCASTSS (SI), Y0
+	VDIVPS Y13, Y0, Y0
+	OLEVELS(OL)
+	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
+	VDIVPS Y2, Y1, Y11
+	VXORPS Y10, Y10, Y10
+	VCMPPS $4, Y10, Y2, Y9
+	VANDPS Y9, Y11, Y11
+	VMULPS Y1, Y11, Y12
+	DECQ   CX
+	JLE    odone
+
+ocand:
+	ADDQ   $4, SI
+	VBROADCASTSS (SI), Y0
+	VDIVPS Y13, Y0, Y0
+	OLEVELS(OCUR)
+	// mask = 0 < suml2 && best·suml2 < sumlx·sumlx
+	VMULPS Y1, Y1, Y8
+	VMULPS Y2, Y12, Y9
+	VCMPPS $1, Y8, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VCMPPS $1, Y2, Y10, Y10
+	VANDPS Y10, Y9, Y9
+	VMOVMSKPS Y9, DX
+	TESTL  DX, DX
+	JZ     onext
+	// Accept: scale = sumlx/suml2, best = scale·sumlx, L = cur.
+	VDIVPS Y2, Y1, Y14
+	VMULPS Y1, Y14, Y15
+	VXORPS Y11, Y14, Y14
+	VANDPS Y9, Y14, Y14
+	VXORPS Y14, Y11, Y11
+	VXORPS Y12, Y15, Y15
+	VANDPS Y9, Y15, Y15
+	VXORPS Y15, Y12, Y12
+	OTAKE(0)
+	OTAKE(32)
+	OTAKE(64)
+	OTAKE(96)
+	OTAKE(128)
+	OTAKE(160)
+	OTAKE(192)
+	OTAKE(224)
+	OTAKE(256)
+	OTAKE(288)
+	OTAKE(320)
+	OTAKE(352)
+	OTAKE(384)
+	OTAKE(416)
+	OTAKE(448)
+	OTAKE(480)
+
+onext:
+	DECQ   CX
+	JNZ    ocand
+
+odone:
+	OOUT(0)
+	OOUT(16)
+	OOUT(32)
+	OOUT(48)
+	OOUT(64)
+	OOUT(80)
+	OOUT(96)
+	OOUT(112)
+	OOUT(128)
+	OOUT(144)
+	OOUT(160)
+	OOUT(176)
+	OOUT(192)
+	OOUT(208)
+	OOUT(224)
+	OOUT(240)
+	VMOVUPS X11, QSCALE(AX)
+	VEXTRACTF128 $1, Y11, QSCALE(BX)
+	VZEROUPPER
+	RET

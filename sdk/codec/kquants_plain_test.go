@@ -940,3 +940,45 @@ func testK4Search8(t *testing.T) {
 		}
 	}
 }
+
+// TestQXQuants32x8MatchesScalar checks q6_K's eight-group search (AVX2 where
+// the CPU has it, and the SSE2 quads) against the literal make_qx_quants,
+// group by group, on random and adversarial groups.
+func TestQXQuants32x8MatchesScalar(t *testing.T) {
+	kernels := []bool{false}
+	if useAVX2 {
+		kernels = append(kernels, true)
+	}
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, avx2 := range kernels {
+		useAVX2 = avx2
+		t.Run(fmt.Sprintf("avx2=%v", avx2), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(31, 32))
+			var x [128]float32
+			var l1, l2 [128]int8
+			var s1 [8]float32
+			for iter := 0; iter < 10000; iter++ {
+				for g := range 8 {
+					xs := x[16*g : 16*g+16]
+					adversarialBlock(r, xs)
+					switch r.IntN(16) {
+					case 0:
+						for i := range xs {
+							xs[i] *= 1e-16
+						}
+					case 1:
+						xs[r.IntN(16)] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
+					}
+				}
+				makeQXQuants32x8(x[:], l1[:], s1[:])
+				for g := range 8 {
+					xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
+					s2 := makeQXQuantsPlain(32, xs, ls)
+					if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
+						t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
+					}
+				}
+			}
+		})
+	}
+}
