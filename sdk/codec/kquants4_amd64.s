@@ -16,18 +16,22 @@
 #define QMX 1280
 #define QSCALE 1296
 
-// Registers shared by both kernels: X3 = 1.5·2^23, X4 = 0x7FFFFF,
-// X5 = 0x400000, X6 = lo, X7 = hi.
-#define CONSTS \
-	MOVL   $0x4B400000, AX; \
-	MOVL   AX, X3; \
+// X3 = 1.5·2^23, X4 = 0x7FFFFF, X5 = 0x400000: nearestInt's constants.
+// Clobbers R.
+#define NCONSTS(R) \
+	MOVL   $0x4B400000, R; \
+	MOVL   R, X3; \
 	PSHUFL $0, X3, X3; \
-	MOVL   $0x007FFFFF, AX; \
-	MOVL   AX, X4; \
+	MOVL   $0x007FFFFF, R; \
+	MOVL   R, X4; \
 	PSHUFL $0, X4, X4; \
-	MOVL   $0x00400000, AX; \
-	MOVL   AX, X5; \
-	PSHUFL $0, X5, X5; \
+	MOVL   $0x00400000, R; \
+	MOVL   R, X5; \
+	PSHUFL $0, X5, X5
+
+// Registers shared by both kernels: NCONSTS, X6 = lo, X7 = hi.
+#define CONSTS \
+	NCONSTS(AX); \
 	MOVL   lo+24(FP), AX; \
 	MOVL   AX, X6; \
 	PSHUFL $0, X6, X6; \
@@ -53,6 +57,32 @@
 	PANDN  R, T1; \
 	POR    T2, T1; \
 	CVTPL2PS T1, R
+
+// R = nearestInt(A·X0) as int32 (X3 = 1.5·2^23, X4 = 0x7FFFFF,
+// X5 = 0x400000).
+#define NEARESTI(A, R) \
+	MOVUPS A, R; \
+	MULPS  X0, R; \
+	ADDPS  X3, R; \
+	PAND   X4, R; \
+	PSUBL  X5, R
+
+// The int32 of R1 and R2 packed into R1 as int16 with signed saturation,
+// which keeps every value's clamp to a range inside int16, and clamped to
+// [X6, X7] (lo and hi in every 16-bit lane).
+#define PACKCLAMP(R1, R2) \
+	PACKSSLW R2, R1; \
+	PMAXSW X6, R1; \
+	PMINSW X7, R1
+
+// D = M ? S : D, lane by lane, for memory operands D and S; clobbers T, U.
+#define SELECT(D, S, M, T, U) \
+	MOVUPS D, T; \
+	MOVUPS S, U; \
+	XORPS  T, U; \
+	ANDPS  M, U; \
+	XORPS  U, T; \
+	MOVUPS T, D
 
 // Levels of element i at iscale X0 into DST(off), adding to the sums
 // X1 += wx·l and X2 += (w·l)·l.
@@ -83,19 +113,9 @@
 // every value's clamp to [lo, hi] (X6 = lo, X7 = hi in every 16-bit lane,
 // see QXCONSTS), clamped, and sign-extended again. Clobbers X8-X10, X14.
 #define LEVEL2(off, DST) \
-	MOVUPS (QX+off)(DI), X8; \
-	MULPS  X0, X8; \
-	ADDPS  X3, X8; \
-	PAND   X4, X8; \
-	PSUBL  X5, X8; \
-	MOVUPS (QX+off+16)(DI), X9; \
-	MULPS  X0, X9; \
-	ADDPS  X3, X9; \
-	PAND   X4, X9; \
-	PSUBL  X5, X9; \
-	PACKSSLW X9, X8; \
-	PMAXSW X6, X8; \
-	PMINSW X7, X8; \
+	NEARESTI((QX+off)(DI), X8); \
+	NEARESTI((QX+off+16)(DI), X9); \
+	PACKCLAMP(X8, X9); \
 	MOVO   X8, X14; \
 	PUNPCKLWL X8, X8; \
 	PUNPCKHWL X14, X14; \
@@ -135,12 +155,7 @@
 
 // L(off) = cur(off) in the lanes of mask X9.
 #define TAKE(off) \
-	MOVUPS (QL+off)(DI), X10; \
-	MOVUPS (QCUR+off)(DI), X8; \
-	XORPS  X10, X8; \
-	ANDPS  X9, X8; \
-	XORPS  X8, X10; \
-	MOVUPS X10, (QL+off)(DI)
+	SELECT((QL+off)(DI), (QCUR+off)(DI), X9, X10, X8)
 
 // func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 // make_qx_quants (rmse_type 1, w = x²) for four groups of 16: candidate 0
@@ -623,19 +638,9 @@ final8:
 // which keeps every value's clamp to [0, hi] (X6 = 0, X7 = hi in every
 // 16-bit lane), then clamped and widened again (they are not negative).
 #define KLEVEL2(off) \
-	MOVUPS (KXM+off)(DI), X8; \
-	MULPS  X0, X8; \
-	ADDPS  X3, X8; \
-	PAND   X4, X8; \
-	PSUBL  X5, X8; \
-	MOVUPS (KXM+off+32)(DI), X9; \
-	MULPS  X0, X9; \
-	ADDPS  X3, X9; \
-	PAND   X4, X9; \
-	PSUBL  X5, X9; \
-	PACKSSLW X9, X8; \
-	PMAXSW X6, X8; \
-	PMINSW X7, X8; \
+	NEARESTI((KXM+off)(DI), X8); \
+	NEARESTI((KXM+off+32)(DI), X9); \
+	PACKCLAMP(X8, X9); \
 	MOVO   X8, X12; \
 	PUNPCKLWL X6, X8; \
 	PUNPCKHWL X6, X12; \
@@ -672,12 +677,7 @@ final8:
 
 // L(off) = cur(off) in the lanes of mask X13.
 #define KTAKE(off) \
-	MOVUPS (KL+off)(DI), X8; \
-	MOVUPS (KCUR+off)(DI), X14; \
-	XORPS  X8, X14; \
-	ANDPS  X13, X14; \
-	XORPS  X14, X8; \
-	MOVUPS X8, (KL+off)(DI)
+	SELECT((KL+off)(DI), (KCUR+off)(DI), X13, X8, X14)
 
 // xm(off) = x(off) - X15.
 #define KDIFF(off) \
@@ -715,15 +715,7 @@ final8:
 // The constants of the level rounding: X3 = 1.5·2^23, X4 = 0x7FFFFF,
 // X5 = 0x400000, X6 = 0, and hi (from AX) in every 16-bit lane of X7.
 #define KCONSTS \
-	MOVL   $0x4B400000, BX; \
-	MOVL   BX, X3; \
-	PSHUFL $0, X3, X3; \
-	MOVL   $0x007FFFFF, BX; \
-	MOVL   BX, X4; \
-	PSHUFL $0, X4, X4; \
-	MOVL   $0x00400000, BX; \
-	MOVL   BX, X5; \
-	PSHUFL $0, X5, X5; \
+	NCONSTS(BX); \
 	PXOR   X6, X6; \
 	MOVL   AX, X7; \
 	PSHUFLW $0, X7, X7; \
@@ -934,15 +926,7 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	DIVPS  X0, X9
 	MOVUPS X9, KSCALE(DI)
 	// ROUNDCLAMP's constants, lo = 0 and hi = nmax.
-	MOVL   $0x4B400000, BX
-	MOVL   BX, X3
-	PSHUFL $0, X3, X3
-	MOVL   $0x007FFFFF, BX
-	MOVL   BX, X4
-	PSHUFL $0, X4, X4
-	MOVL   $0x00400000, BX
-	MOVL   BX, X5
-	PSHUFL $0, X5, X5
+	NCONSTS(BX)
 	PXOR   X6, X6
 	MOVL   AX, X7
 	PSHUFL $0, X7, X7
@@ -954,21 +938,49 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 // AVX2: the search for the eight groups at once, as qkx2Search4SSE2 does
 // for four.
 
+// NEARESTI, PACKCLAMP and SELECT on eight lanes (Y0, Y3-Y7 as X0, X3-X7).
+#define YNEARESTI(A, R) \
+	VMULPS A, Y0, R; \
+	VADDPS Y3, R, R; \
+	VPAND  Y4, R, R; \
+	VPSUBD Y5, R, R
+
+#define YPACKCLAMP(R1, R2) \
+	VPACKSSDW R2, R1, R1; \
+	VPMAXSW Y6, R1, R1; \
+	VPMINSW Y7, R1, R1
+
+#define YSELECT(D, S, M, T, U) \
+	VMOVUPS D, T; \
+	VXORPS S, T, U; \
+	VANDPS M, U, U; \
+	VXORPS U, T, T; \
+	VMOVUPS T, D
+
+// The constants of YNEARESTI and YPACKCLAMP, lo and hi from GPRs LO and HI;
+// clobbers DX.
+#define YCONSTS(LO, HI) \
+	MOVL   $0x4B400000, DX; \
+	MOVL   DX, X3; \
+	VPBROADCASTD X3, Y3; \
+	MOVL   $0x007FFFFF, DX; \
+	MOVL   DX, X4; \
+	VPBROADCASTD X4, Y4; \
+	MOVL   $0x00400000, DX; \
+	MOVL   DX, X5; \
+	VPBROADCASTD X5, Y5; \
+	MOVL   LO, X6; \
+	VPBROADCASTW X6, Y6; \
+	MOVL   HI, X7; \
+	VPBROADCASTW X7, Y7
+
 // Levels of elements off and off+32; see KLEVEL2. VPACKSSDW and
 // VPUNPCK[LH]WD both work within 128-bit lanes, so the unpacking restores
 // each element's group order.
 #define YLEVEL2(off) \
-	VMULPS (KXM+off)(DI), Y0, Y8; \
-	VADDPS Y3, Y8, Y8; \
-	VPAND  Y4, Y8, Y8; \
-	VPSUBD Y5, Y8, Y8; \
-	VMULPS (KXM+off+32)(DI), Y0, Y9; \
-	VADDPS Y3, Y9, Y9; \
-	VPAND  Y4, Y9, Y9; \
-	VPSUBD Y5, Y9, Y9; \
-	VPACKSSDW Y9, Y8, Y8; \
-	VPMAXSW Y6, Y8, Y8; \
-	VPMINSW Y7, Y8, Y8; \
+	YNEARESTI((KXM+off)(DI), Y8); \
+	YNEARESTI((KXM+off+32)(DI), Y9); \
+	YPACKCLAMP(Y8, Y9); \
 	VPUNPCKHWD Y6, Y8, Y12; \
 	VPUNPCKLWD Y6, Y8, Y8; \
 	VCVTDQ2PS Y8, Y8; \
@@ -995,11 +1007,7 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VADDPS Y8, Y12, Y12
 
 #define YTAKE(off) \
-	VMOVUPS (KL+off)(DI), Y8; \
-	VXORPS (KCUR+off)(DI), Y8, Y14; \
-	VANDPS Y13, Y14, Y14; \
-	VXORPS Y14, Y8, Y8; \
-	VMOVUPS Y8, (KL+off)(DI)
+	YSELECT((KL+off)(DI), (KCUR+off)(DI), Y13, Y8, Y14)
 
 #define YDIFF(off) \
 	VMOVUPS (KX+off)(DI), Y8; \
@@ -1020,18 +1028,8 @@ TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-28
 	MOVQ   num+8(FP), SI
 	MOVQ   n+16(FP), CX
 	MOVL   hi+24(FP), AX
-	MOVL   $0x4B400000, BX
-	MOVL   BX, X3
-	VPBROADCASTD X3, Y3
-	MOVL   $0x007FFFFF, BX
-	MOVL   BX, X4
-	VPBROADCASTD X4, Y4
-	MOVL   $0x00400000, BX
-	MOVL   BX, X5
-	VPBROADCASTD X5, Y5
-	VPXOR  Y6, Y6, Y6
-	MOVL   AX, X7
-	VPBROADCASTW X7, Y7
+	XORL   BX, BX
+	YCONSTS(BX, AX)
 
 ycand:
 	VBROADCASTSS (SI), Y0
@@ -1119,17 +1117,9 @@ ynext:
 // Levels of oct elements off and off+32 at iscale Y0 into DST, adding to the
 // sums Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
 #define OLEVEL2(off, DST) \
-	VMULPS (OX+off)(DI), Y0, Y8; \
-	VADDPS Y3, Y8, Y8; \
-	VPAND  Y4, Y8, Y8; \
-	VPSUBD Y5, Y8, Y8; \
-	VMULPS (OX+off+32)(DI), Y0, Y9; \
-	VADDPS Y3, Y9, Y9; \
-	VPAND  Y4, Y9, Y9; \
-	VPSUBD Y5, Y9, Y9; \
-	VPACKSSDW Y9, Y8, Y8; \
-	VPMAXSW Y6, Y8, Y8; \
-	VPMINSW Y7, Y8, Y8; \
+	YNEARESTI((OX+off)(DI), Y8); \
+	YNEARESTI((OX+off+32)(DI), Y9); \
+	YPACKCLAMP(Y8, Y9); \
 	VPUNPCKHWD Y8, Y8, Y14; \
 	VPUNPCKLWD Y8, Y8, Y8; \
 	VPSRAD $16, Y8, Y8; \
@@ -1155,11 +1145,7 @@ ynext:
 
 // L(off) = cur(off) in the lanes of mask Y9.
 #define OTAKE(off) \
-	VMOVUPS (OL+off)(DI), Y10; \
-	VXORPS (OCUR+off)(DI), Y10, Y8; \
-	VANDPS Y9, Y8, Y8; \
-	VXORPS Y8, Y10, Y10; \
-	VMOVUPS Y10, (OL+off)(DI)
+	YSELECT((OL+off)(DI), (OCUR+off)(DI), Y9, Y10, Y8)
 
 // func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
 // qxSearch4SSE2 for the groups of a (lanes 0-3) and b (lanes 4-7) at once,
@@ -1189,21 +1175,9 @@ TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-48
 	// Y13 = mx of the eight groups.
 	VMOVUPS QMX(AX), X13
 	VINSERTF128 $1, QMX(BX), Y13, Y13
-	MOVL   $0x4B400000, DX
-	MOVL   DX, X3
-	VPBROADCASTD X3, Y3
-	MOVL   $0x007FFFFF, DX
-	MOVL   DX, X4
-	VPBROADCASTD X4, Y4
-	MOVL   $0x00400000, DX
-	MOVL   DX, X5
-	VPBROADCASTD X5, Y5
-	MOVL   lo+40(FP), DX
-	MOVL   DX, X6
-	VPBROADCASTW X6, Y6
-	MOVL   hi+44(FP), DX
-	MOVL   DX, X7
-	VPBROADCASTW X7, Y7
+	MOVL   lo+40(FP), R8
+	MOVL   hi+44(FP), R9
+	YCONSTS(R8, R9)
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Y0
 	VDIVPS Y13, Y0, Y0

@@ -875,15 +875,19 @@ func TestEncodeQ4_0MatchesPlain(t *testing.T) {
 // (AVX2 and SSE2 kernels, where the CPU has them) against q4_K's weights and
 // the literal make_qkx2_quants, group by group, on random and adversarial
 // groups (some flat, some tiny, some with NaN or infinity).
-func TestK4Search8MatchesScalar(t *testing.T) {
-	kernels := []bool{false}
+func TestK4Search8MatchesScalar(t *testing.T) { eachKernelSet(t, testK4Search8) }
+
+// eachKernelSet runs test without the AVX2 kernels and, where the CPU has
+// AVX2, with them.
+func eachKernelSet(t *testing.T, test func(*testing.T)) {
+	sets := []bool{false}
 	if useAVX2 {
-		kernels = append(kernels, true)
+		sets = append(sets, true)
 	}
 	defer func(v bool) { useAVX2 = v }(useAVX2)
-	for _, avx2 := range kernels {
+	for _, avx2 := range sets {
 		useAVX2 = avx2
-		t.Run(fmt.Sprintf("avx2=%v", avx2), testK4Search8)
+		t.Run(fmt.Sprintf("avx2=%v", avx2), test)
 	}
 }
 
@@ -903,31 +907,7 @@ func testK4Search8(t *testing.T) {
 		p := params[iter%len(params)]
 		for g := range 8 {
 			xs := x[32*g : 32*g+32]
-			adversarialBlock(r, xs)
-			switch r.IntN(16) {
-			case 0:
-				for i := range xs {
-					xs[i] *= 1e-30
-				}
-			case 1:
-				c := xs[0]
-				for i := range xs {
-					xs[i] = c
-				}
-			case 2:
-				for i := range xs {
-					xs[i] = fabs(xs[i])
-				}
-			case 3:
-				// A NaN with a payload: nearestInt turns it into a level
-				// far outside [0, nmax].
-				xs[r.IntN(32)] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
-			case 4:
-				// Magnitudes where iscale·(x - mn) leaves nearestInt's range.
-				for i := range xs {
-					xs[i] = float32(r.NormFloat64()) * 3e38
-				}
-			}
+			adversarialGroup(r, xs)
 		}
 		k4Search8(p.nmax, x[:], l1[:], p.rmin, p.nstep, s1[:], m1[:])
 		for g := range 8 {
@@ -945,40 +925,51 @@ func testK4Search8(t *testing.T) {
 // the CPU has it, and the SSE2 quads) against the literal make_qx_quants,
 // group by group, on random and adversarial groups.
 func TestQXQuants32x8MatchesScalar(t *testing.T) {
-	kernels := []bool{false}
-	if useAVX2 {
-		kernels = append(kernels, true)
-	}
-	defer func(v bool) { useAVX2 = v }(useAVX2)
-	for _, avx2 := range kernels {
-		useAVX2 = avx2
-		t.Run(fmt.Sprintf("avx2=%v", avx2), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(31, 32))
-			var x [128]float32
-			var l1, l2 [128]int8
-			var s1 [8]float32
-			for iter := 0; iter < 10000; iter++ {
-				for g := range 8 {
-					xs := x[16*g : 16*g+16]
-					adversarialBlock(r, xs)
-					switch r.IntN(16) {
-					case 0:
-						for i := range xs {
-							xs[i] *= 1e-16
-						}
-					case 1:
-						xs[r.IntN(16)] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
-					}
-				}
-				makeQXQuants32x8(x[:], l1[:], s1[:])
-				for g := range 8 {
-					xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
-					s2 := makeQXQuantsPlain(32, xs, ls)
-					if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
-						t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
-					}
+	eachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(31, 32))
+		var x [128]float32
+		var l1, l2 [128]int8
+		var s1 [8]float32
+		for iter := 0; iter < 10000; iter++ {
+			for g := range 8 {
+				adversarialGroup(r, x[16*g:16*g+16])
+			}
+			makeQXQuants32x8(x[:], l1[:], s1[:])
+			for g := range 8 {
+				xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
+				s2 := makeQXQuantsPlain(32, xs, ls)
+				if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
+					t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
 				}
 			}
-		})
+		}
+	})
+}
+
+// adversarialGroup is adversarialBlock, and one time in three more: a tiny,
+// flat or non-negative group, a NaN with a payload (which nearestInt turns
+// into a level far outside any clamp), or magnitudes near MaxFloat32 (where
+// scaled differences leave nearestInt's range).
+func adversarialGroup(r *rand.Rand, xs []float32) {
+	adversarialBlock(r, xs)
+	switch r.IntN(15) {
+	case 0:
+		for i := range xs {
+			xs[i] *= 1e-30
+		}
+	case 1:
+		for i := range xs {
+			xs[i] = xs[0]
+		}
+	case 2:
+		for i := range xs {
+			xs[i] = fabs(xs[i])
+		}
+	case 3:
+		xs[r.IntN(len(xs))] = math.Float32frombits(0x7FC00000 | uint32(r.IntN(1<<22)) | uint32(r.IntN(2))<<31)
+	case 4:
+		for i := range xs {
+			xs[i] = float32(r.NormFloat64()) * 3e38
+		}
 	}
 }
