@@ -34,6 +34,11 @@ func minMaxSSE2(x *float32) (lo, hi float32, amax uint32)
 //go:noescape
 func firstAbsMaxSSE2(x *float32) (m uint32, idx int)
 
+// q8RoundSSE2 is q8RoundGo for one block of 32.
+//
+//go:noescape
+func q8RoundSSE2(x *float32, id float32, q *byte)
+
 // qxSearch4SSE2 is makeQXQuants's search for the four groups in s; see
 // quads.
 //

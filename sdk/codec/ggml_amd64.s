@@ -525,3 +525,39 @@ q40zero:
 	MOVB   $1, ok+20(FP)
 q40slow:
 	RET
+
+// R = int32 of q8_0's rounding of the four floats at off(SI) times X0:
+// t = trunc(f), q = t + trunc((f - t) + (f - t)), as encodeQ8_0 computes it.
+// Clobbers X9, X10.
+#define Q8ROUND(off, R) \
+	MOVUPS off(SI), R; \
+	MULPS  X0, R; \
+	CVTTPS2PL R, X9; \
+	CVTPL2PS X9, X10; \
+	SUBPS  X10, R; \
+	ADDPS  R, R; \
+	CVTTPS2PL R, R; \
+	PADDL  X9, R
+
+// Sixteen levels from 64(SI)·k on, packed to bytes at 16k(DI).
+#define Q8SIXTEEN(k) \
+	Q8ROUND(64*k, X1); \
+	Q8ROUND(64*k+16, X2); \
+	Q8ROUND(64*k+32, X3); \
+	Q8ROUND(64*k+48, X4); \
+	PACKSSLW X2, X1; \
+	PACKSSLW X4, X3; \
+	PACKSSWB X3, X1; \
+	MOVOU  X1, (16*k)(DI)
+
+// func q8RoundSSE2(x *float32, id float32, q *byte)
+// q[j] = int8 of q8_0's rounding of x[j]·id for one block of 32, whose
+// products are finite and within ±127(1+ε) (see encodeQ8_0).
+TEXT ·q8RoundSSE2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVSS  id+8(FP), X0
+	SHUFPS $0, X0, X0
+	MOVQ   q+16(FP), DI
+	Q8SIXTEEN(0)
+	Q8SIXTEEN(1)
+	RET

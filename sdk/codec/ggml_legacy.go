@@ -44,20 +44,31 @@ func encodeQ8_0(dst []byte, src []float32) {
 		}
 		putF16(y, d)
 		q := y[2:34]
-		if finite && id <= 3.4e38 {
-			// |x·id| ≤ 127(1+ε): no conversion can go out of range.
-			for j, v := range x {
-				f := float32(v * id)
-				t := int32(f)
-				r := f - float32(t)
-				q[j] = byte(int8(t + int32(r+r)))
-			}
-		} else {
+		switch {
+		case finite && id <= 3.4e38 && useSSE2:
+			q8RoundSSE2(&x[0], id, &q[0])
+		case finite && id <= 3.4e38:
+			q8RoundGo(x, id, q)
+		default:
 			for j, v := range x {
 				q[j] = byte(int8(roundf(float32(v * id))))
 			}
 		}
 		src, dst = src[32:], dst[34:]
+	}
+}
+
+// q8RoundGo sets q[j] to roundf(x[j]·id) as an int8 for the 32 elements of
+// a block whose products are finite: |x·id| ≤ 127(1+ε), so no conversion
+// can go out of range, and t + trunc(2(f - t)) with t = trunc(f) is
+// roundf(f) (ties away from zero).
+func q8RoundGo(x []float32, id float32, q []byte) {
+	x, q = x[:32], q[:32]
+	for j, v := range x {
+		f := float32(v * id)
+		t := int32(f)
+		r := f - float32(t)
+		q[j] = byte(int8(t + int32(r+r)))
 	}
 }
 

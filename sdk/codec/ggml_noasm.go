@@ -22,6 +22,10 @@ func firstAbsMaxSSE2(x *float32) (m uint32, idx int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func q8RoundSSE2(x *float32, id float32, q *byte) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
 func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }

@@ -973,3 +973,44 @@ func adversarialGroup(r *rand.Rand, xs []float32) {
 		}
 	}
 }
+
+// TestQ8RoundMatchesGo compares q8_0's SSE2 rounding with q8RoundGo on
+// random blocks, blocks of exact ties (k + 0.5 after scaling) and blocks at
+// the ends of the range.
+func TestQ8RoundMatchesGo(t *testing.T) {
+	if !useSSE2 {
+		t.Skip("no SSE2 kernels on this platform")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	var x [32]float32
+	var a, b [32]byte
+	for iter := 0; iter < 50000; iter++ {
+		adversarialBlock(r, x[:])
+		switch iter % 3 {
+		case 1:
+			for i := range x {
+				x[i] = float32(r.IntN(254)-127) + 0.5*float32(r.IntN(2)*2-1)
+			}
+		case 2:
+			x[r.IntN(32)] = float32(r.IntN(2)*2-1) * 127
+		}
+		m, finite := finiteAbsMax(x[:])
+		amax := math.Float32frombits(m)
+		d := amax / 127
+		if !finite || d == 0 {
+			continue
+		}
+		id := 1 / d
+		if iter%3 == 1 {
+			id = 1 // the ties stay ties
+		}
+		if id > 3.4e38 {
+			continue
+		}
+		q8RoundSSE2(&x[0], id, &a[0])
+		q8RoundGo(x[:], id, b[:])
+		if a != b {
+			t.Fatalf("q8_0 rounding of %v at %v: SSE2 %v, Go %v", x, id, a, b)
+		}
+	}
+}
