@@ -164,3 +164,85 @@ hloop:
 
 hdone:
 	RET
+
+// R (four binary16 values zero-extended to 32 bits) = their float32 bits,
+// as f16Bits computes them: the exponent and mantissa shifted into place
+// and rebiased (twice for infinity and NaN, whose quiet bit is set), zero
+// and subnormals through a float32 subtraction of 2^-14 (exact), then the
+// sign. Constants in X7-X15 (see f16ToF32SSE2); clobbers X2-X6.
+#define F16WIDEN(R) \
+	MOVO   R, X2; \
+	PAND   X15, X2; \
+	MOVO   X2, X3; \
+	PCMPGTL X7, X3; \
+	PAND   X9, X3; \
+	PXOR   X2, R; \
+	PSLLL  $16, R; \
+	PSLLL  $13, X2; \
+	MOVO   X2, X4; \
+	PAND   X14, X4; \
+	PADDL  X13, X2; \
+	MOVO   X4, X5; \
+	PCMPEQL X14, X5; \
+	PAND   X13, X5; \
+	PADDL  X5, X2; \
+	PCMPEQL X8, X4; \
+	MOVO   X4, X5; \
+	PAND   X11, X5; \
+	PADDL  X5, X2; \
+	MOVO   X2, X6; \
+	SUBPS  X10, X6; \
+	PXOR   X2, X6; \
+	PAND   X4, X6; \
+	PXOR   X6, X2; \
+	POR    X3, X2; \
+	POR    X2, R
+
+// func f16ToF32SSE2(dst, src *byte, n int)
+// n binary16 at src (n a multiple of 16) to float32 at dst, exactly as
+// f16Bits.
+TEXT ·f16ToF32SSE2(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $3, CX
+	JZ     hdone
+	PXOR   X8, X8
+	MOVL   $0x7C00, AX         // the largest finite magnitude's bits + 1 ulp: above it, NaN
+	MOVL   AX, X7
+	PSHUFL $0, X7, X7
+	MOVL   $0x00400000, AX     // float32's quiet bit
+	MOVL   AX, X9
+	PSHUFL $0, X9, X9
+	MOVL   $0x38800000, AX     // 2^-14
+	MOVL   AX, X10
+	PSHUFL $0, X10, X10
+	MOVL   $0x00800000, AX     // 1 << 23
+	MOVL   AX, X11
+	PSHUFL $0, X11, X11
+	MOVL   $0x38000000, AX     // (127 - 15) << 23
+	MOVL   AX, X13
+	PSHUFL $0, X13, X13
+	MOVL   $0x0F800000, AX     // binary16's exponent, shifted by 13
+	MOVL   AX, X14
+	PSHUFL $0, X14, X14
+	MOVL   $0x7FFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+
+hloop:
+	MOVOU  (SI), X0
+	MOVO   X0, X1
+	PUNPCKLWL X8, X0
+	PUNPCKHWL X8, X1
+	F16WIDEN(X0)
+	F16WIDEN(X1)
+	MOVOU  X0, (DI)
+	MOVOU  X1, 16(DI)
+	ADDQ   $16, SI
+	ADDQ   $32, DI
+	DECQ   CX
+	JNZ    hloop
+
+hdone:
+	RET

@@ -108,3 +108,32 @@ func TestCastKernelsExhaustive(t *testing.T) {
 		}
 	}
 }
+
+// TestF16WideningExhaustive decodes every binary16 value (in both bulk
+// paths, at every position of the kernel's 16-element stride and in the
+// scalar tail) and compares the result with f16Bits.
+func TestF16WideningExhaustive(t *testing.T) {
+	const n = 1<<16 + 7 // a tail the kernel leaves to the scalar loop
+	src := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i*40503)) // a permutation of the 2^16 values, repeated
+	}
+	f32 := make([]float32, n)
+	raw := make([]byte, 4*n)
+	for shift := range 2 {
+		s := src[2*shift:]
+		m := n - shift
+		decodeF16(f32[:m], s)
+		f16ToF32Bytes(raw, s, m)
+		for i := range m {
+			h := binary.LittleEndian.Uint16(s[2*i:])
+			want := f16Bits(h)
+			if got := math.Float32bits(f32[i]); got != want {
+				t.Fatalf("decodeF16 of %#04x at %d: %#08x, want %#08x", h, i, got, want)
+			}
+			if got := binary.LittleEndian.Uint32(raw[4*i:]); got != want {
+				t.Fatalf("f16ToF32Bytes of %#04x at %d: %#08x, want %#08x", h, i, got, want)
+			}
+		}
+	}
+}

@@ -98,6 +98,12 @@ func f16FromF32SSE2(dst, src *byte, n int)
 //go:noescape
 func bf16FromF32SSE2(dst, src *byte, n int)
 
+// f16ToF32SSE2 widens n binary16 at src (n a multiple of 16) to float32,
+// as f16Bits.
+//
+//go:noescape
+func f16ToF32SSE2(dst, src *byte, n int)
+
 // bf16ToF32SSE2 widens n bfloat16 at src (n a multiple of 16) to float32.
 //
 //go:noescape

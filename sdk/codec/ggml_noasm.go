@@ -66,6 +66,10 @@ func bf16FromF32SSE2(dst, src *byte, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func f16ToF32SSE2(dst, src *byte, n int) {
+	panic("codec: no SSE2 kernels on this platform")
+}
+
 func bf16ToF32SSE2(dst, src *byte, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
