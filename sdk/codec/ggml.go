@@ -108,6 +108,10 @@ func argMaxAbs(x []float32) (amax, max float32) {
 // finiteAbsMax returns the largest |x| as float32 bits, and whether every
 // element is finite. For finite input it equals the C reductions above.
 func finiteAbsMax(x []float32) (uint32, bool) {
+	if useSSE2 && len(x) == 32 {
+		m, _ := firstAbsMaxSSE2(&x[0])
+		return m, m < 0x7f800000
+	}
 	var m uint32
 	for _, v := range x {
 		a := math.Float32bits(v) & 0x7fffffff

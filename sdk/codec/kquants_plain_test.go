@@ -974,9 +974,9 @@ func adversarialGroup(r *rand.Rand, xs []float32) {
 	}
 }
 
-// TestQ8RoundMatchesGo compares q8_0's SSE2 rounding with q8RoundGo on
-// random blocks, blocks of exact ties (k + 0.5 after scaling) and blocks at
-// the ends of the range.
+// TestQ8RoundMatchesGo compares q8_0's SSE2 block maximum and rounding with
+// plain loops and q8RoundGo on random and adversarial blocks, blocks of
+// exact ties (k + 0.5 after scaling) and blocks at the ends of the range.
 func TestQ8RoundMatchesGo(t *testing.T) {
 	if !useSSE2 {
 		t.Skip("no SSE2 kernels on this platform")
@@ -995,6 +995,13 @@ func TestQ8RoundMatchesGo(t *testing.T) {
 			x[r.IntN(32)] = float32(r.IntN(2)*2-1) * 127
 		}
 		m, finite := finiteAbsMax(x[:])
+		var want uint32
+		for _, v := range x {
+			want = max(want, math.Float32bits(v)&0x7fffffff)
+		}
+		if m != want || finite != (want < 0x7f800000) {
+			t.Fatalf("finiteAbsMax(%v) = %#x, %v; want %#x", x, m, finite, want)
+		}
 		amax := math.Float32frombits(m)
 		d := amax / 127
 		if !finite || d == 0 {
