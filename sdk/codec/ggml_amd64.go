@@ -81,11 +81,11 @@ func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32)
 //go:noescape
 func quadsLoadSSE2(s *quads, x *float32)
 
-// divRoundSSE2 sets L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off)
-// for 16 elements, as divRoundGo.
+// divRoundSSE2 sets L[i] = int8(clamp(nearestInt((x[i]+add)/d), lo, hi) +
+// off) for 16 elements, as divRoundGo.
 //
 //go:noescape
-func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32)
+func divRoundSSE2(L *int8, x *float32, add, d float32, lo, hi, off int32)
 
 // f16FromF32SSE2 is Float32ToFloat16 over n float32 at src (n a multiple
 // of 16), writing little-endian binary16 to dst.

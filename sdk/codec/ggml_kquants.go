@@ -488,7 +488,7 @@ func encodeQ3_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			divRound(L[16*j:16*j+16], x[16*j:16*j+16], d, -4, 3, 4)
+			divRound(L[16*j:16*j+16], x[16*j:16*j+16], 0, d, -4, 3, 4)
 		}
 		packQ3(y[:96], &L)
 		src, dst = src[256:], dst[110:]
@@ -566,12 +566,12 @@ func decodeQ3_K(dst []float32, src []byte) {
 
 // quantizeK4Scales is the common first half of q4_K and q5_K: the per-32
 // (scale, min) search, the 6-bit packing of scales and mins into sc (12 bytes),
-// and d, dmin. It leaves the levels of the search in L and returns the
-// fp16-rounded d and dmin.
-func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]uint8, y []byte) (dAll, dMin float32) {
+// and d, dmin. It leaves the levels of the search in o (see k4Search8) and
+// returns the fp16-rounded d and dmin.
+func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, o *qkx2Oct, y []byte) (dAll, dMin float32) {
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
-	k4Search8(nmax, x, L[:], rmin, nstep, scales[:], mins[:])
+	k4Search8(nmax, x, o, rmin, nstep, scales[:], mins[:])
 	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]
@@ -605,28 +605,37 @@ func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, L *[256]
 	return getF16(y), getF16(y[2:])
 }
 
+// requantK4 sets the levels of q4_K and q5_K (nmax 15, 31) from the packed
+// scales in y: nearestInt((x + dmin·m)/(d·sc)) clamped to [0, nmax] for
+// every group whose d·sc is not 0, the search's levels in o for the others.
+func requantK4(x []float32, y []byte, dAll, dMin float32, nmax int32, o *qkx2Oct, L *[256]int8) {
+	for j := range 8 {
+		s, m := getScaleMinK4(j, y[4:16])
+		d := float32(dAll * float32(s))
+		lj, xj := L[32*j:32*j+32], x[32*j:32*j+32]
+		if d == 0 {
+			o.levels(j, lj)
+			continue
+		}
+		dm := float32(dMin * float32(m))
+		divRound(lj[:16], xj[:16], dm, d, 0, nmax, 0)
+		divRound(lj[16:], xj[16:], dm, d, 0, nmax, 0)
+	}
+}
+
 func encodeQ4_K(dst []byte, src []float32) {
-	var L [256]uint8
+	var L [256]int8
+	var o qkx2Oct
 	for len(src) >= 256 && len(dst) >= 144 {
 		x := src[:256]
 		y := dst[:144]
-		dAll, dMin := quantizeK4Scales(x, 15, -1, 20, &L, y)
-		for j := range 8 {
-			s, m := getScaleMinK4(j, y[4:16])
-			d := float32(dAll * float32(s))
-			if d == 0 {
-				continue
-			}
-			dm := float32(dMin * float32(m))
-			for ii, v := range x[32*j : 32*j+32] {
-				L[32*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 15))
-			}
-		}
+		dAll, dMin := quantizeK4Scales(x, 15, -1, 20, &o, y)
+		requantK4(x, y, dAll, dMin, 15, &o, &L)
 		qs := y[16:144]
 		for j := 0; j < 256; j += 64 {
 			q := qs[j/2 : j/2+32]
 			for l := range q {
-				q[l] = L[j+l] | L[j+l+32]<<4
+				q[l] = uint8(L[j+l]) | uint8(L[j+l+32])<<4
 			}
 		}
 		src, dst = src[256:], dst[144:]
@@ -680,22 +689,13 @@ func decodeQ4_K(dst []float32, src []byte) {
 }
 
 func encodeQ5_K(dst []byte, src []float32) {
-	var L [256]uint8
+	var L [256]int8
+	var o qkx2Oct
 	for len(src) >= 256 && len(dst) >= 176 {
 		x := src[:256]
 		y := dst[:176]
-		dAll, dMin := quantizeK4Scales(x, 31, -0.5, 15, &L, y)
-		for j := range 8 {
-			s, m := getScaleMinK4(j, y[4:16])
-			d := float32(dAll * float32(s))
-			if d == 0 {
-				continue
-			}
-			dm := float32(dMin * float32(m))
-			for ii, v := range x[32*j : 32*j+32] {
-				L[32*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 31))
-			}
-		}
+		dAll, dMin := quantizeK4Scales(x, 31, -0.5, 15, &o, y)
+		requantK4(x, y, dAll, dMin, 31, &o, &L)
 		qh := y[16:48]
 		clear(qh)
 		ql := y[48:176]
@@ -703,7 +703,7 @@ func encodeQ5_K(dst []byte, src []float32) {
 		for n := 0; n < 256; n += 64 {
 			q := ql[n/2 : n/2+32]
 			for j := range 32 {
-				l1, l2 := L[n+j], L[n+j+32]
+				l1, l2 := uint8(L[n+j]), uint8(L[n+j+32])
 				if l1 > 15 {
 					l1 -= 16
 					qh[j] |= m1
@@ -786,7 +786,7 @@ func encodeQ6_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			divRound(L[16*j:16*j+16], x[16*j:16*j+16], d, -32, 31, 32)
+			divRound(L[16*j:16*j+16], x[16*j:16*j+16], 0, d, -32, 31, 32)
 		}
 		ql := y[:128]
 		qh := y[128:192]

@@ -54,7 +54,7 @@ func quadsLoadSSE2(s *quads, x *float32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32) {
+func divRoundSSE2(L *int8, x *float32, add, d float32, lo, hi, off int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 

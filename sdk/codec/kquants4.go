@@ -142,21 +142,24 @@ func makeQ3Quants4x4(x []float32, L []int8, scales []float32) {
 	q.store(zero, 4, L, scales)
 }
 
-// divRound sets L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off) for
-// the 16 elements of x: the re-quantization of q3_K and q6_K.
-func divRound(L []int8, x []float32, d float32, lo, hi, off int32) {
+// divRound sets L[i] = int8(clamp(nearestInt((x[i]+add)/d), lo, hi) + off)
+// for the 16 elements of x: the re-quantization of q3_K, q6_K (add 0), q4_K
+// and q5_K (add the group's min). An add of 0 changes no quotient's
+// nearestInt: it only turns -0 into +0, and a signalling NaN into the quiet
+// NaN the division makes of it anyway.
+func divRound(L []int8, x []float32, add, d float32, lo, hi, off int32) {
 	L, x = L[:16], x[:16]
 	if useSSE2 {
-		divRoundSSE2(&L[0], &x[0], d, lo, hi, off)
+		divRoundSSE2(&L[0], &x[0], add, d, lo, hi, off)
 		return
 	}
-	divRoundGo(L, x, d, lo, hi, off)
+	divRoundGo(L, x, add, d, lo, hi, off)
 }
 
-func divRoundGo(L []int8, x []float32, d float32, lo, hi, off int32) {
+func divRoundGo(L []int8, x []float32, add, d float32, lo, hi, off int32) {
 	L, x = L[:16], x[:16]
 	for i, v := range x {
-		L[i] = int8(clampI32(nearestInt(v/d), lo, hi) + off)
+		L[i] = int8(clampI32(nearestInt(float32(v+add)/d), lo, hi) + off)
 	}
 }
 
@@ -189,46 +192,57 @@ type qkx2Oct struct {
 
 // k4Search8 is the per-32 search of q4_K and q5_K for the eight groups of
 // 32 in x: each group's weights (k4Weights), then makeQKX2(nmax, ·, ·, ·,
-// rmin, 0.1, nstep, false), writing the levels to L[:256] and the results
-// to scales[:8] and mins[:8]. The kernels evaluate every candidate in
-// every lane: one that repeats the previous candidate's levels has the
-// same sums and error and cannot be taken, so this is makeQKX2's result
-// (TestK4Search8MatchesScalar).
-func k4Search8(nmax int32, x []float32, L []uint8, rmin float32, nstep int, scales, mins []float32) {
-	x, L, scales, mins = x[:256], L[:256], scales[:8], mins[:8]
+// rmin, 0.1, nstep, false), leaving the levels in o.L (read them with
+// o.levels) and writing the results to scales[:8] and mins[:8]. The kernels
+// evaluate every candidate in every lane: one that repeats the previous
+// candidate's levels has the same sums and error and cannot be taken, so
+// this is makeQKX2's result (TestK4Search8MatchesScalar). o may hold a
+// previous super-block's state; every field is written before it is read.
+func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, scales, mins []float32) {
+	x, scales, mins = x[:256], scales[:8], mins[:8]
 	if !useSSE2 || nstep < 0 || nstep >= len(qkx2Num{}) {
 		var w [32]float32
+		var l [32]uint8
 		for g := range 8 {
 			xs := x[32*g : 32*g+32]
 			k4Weights(xs, w[:])
-			scales[g], mins[g] = makeQKX2(nmax, xs, w[:], L[32*g:32*g+32], rmin, 0.1, nstep, false)
+			scales[g], mins[g] = makeQKX2(nmax, xs, w[:], l[:], rmin, 0.1, nstep, false)
+			for i, v := range l {
+				o.L[8*i+g] = levelF[v]
+			}
 		}
 		return
 	}
-	var o qkx2Oct
-	qkx2Start4SSE2(&o, 0, &x[0], nmax)
-	qkx2Start4SSE2(&o, 1, &x[128], nmax)
+	qkx2Start4SSE2(o, 0, &x[0], nmax)
+	qkx2Start4SSE2(o, 1, &x[128], nmax)
 	var num qkx2Num
 	for is := 0; is <= nstep; is++ {
 		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
 	if useAVX2 {
-		qkx2Search8AVX2(&o, &num[0], nstep+1, nmax)
+		qkx2Search8AVX2(o, &num[0], nstep+1, nmax)
 	} else {
-		qkx2Search4SSE2(&o, 0, &num[0], nstep+1, nmax)
-		qkx2Search4SSE2(&o, 1, &num[0], nstep+1, nmax)
+		qkx2Search4SSE2(o, 0, &num[0], nstep+1, nmax)
+		qkx2Search4SSE2(o, 1, &num[0], nstep+1, nmax)
 	}
 	for g := range 8 {
 		if o.mx[g] == o.mnStart[g] {
-			// Flat: makeQKX2 returns at once.
-			clear(L[32*g : 32*g+32])
+			// Flat: makeQKX2 returns at once, with levels 0.
+			for i := range 32 {
+				o.L[8*i+g] = 0
+			}
 			scales[g], mins[g] = 0, -o.mnStart[g]
 			continue
 		}
-		for i := range 32 {
-			L[32*g+i] = uint8(o.L[8*i+g])
-		}
 		scales[g], mins[g] = o.scale[g], -o.mn[g]
+	}
+}
+
+// levels writes the levels k4Search8 left for group g to L[:32].
+func (o *qkx2Oct) levels(g int, L []int8) {
+	L = L[:32]
+	for i := range L {
+		L[i] = int8(o.L[8*i+g])
 	}
 }
 

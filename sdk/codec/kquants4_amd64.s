@@ -394,34 +394,29 @@ TEXT ·quadsLoadSSE2(SB), NOSPLIT, $0-16
 	MOVUPS X14, QAMAX(DI)
 	RET
 
-// func divRoundSSE2(L *int8, x *float32, d float32, lo, hi, off int32)
-// L[i] = int8(clamp(nearestInt(x[i]/d), lo, hi) + off) for 16 elements.
-TEXT ·divRoundSSE2(SB), NOSPLIT, $0-32
+// func divRoundSSE2(L *int8, x *float32, add, d float32, lo, hi, off int32)
+// L[i] = int8(clamp(nearestInt((x[i]+add)/d), lo, hi) + off) for 16 elements.
+TEXT ·divRoundSSE2(SB), NOSPLIT, $0-36
 	MOVQ   L+0(FP), DI
 	MOVQ   x+8(FP), SI
-	MOVSS  d+16(FP), X0
+	MOVSS  add+16(FP), X13
+	SHUFPS $0, X13, X13
+	MOVSS  d+20(FP), X0
 	SHUFPS $0, X0, X0
-	MOVL   $0x4B400000, AX
-	MOVL   AX, X3
-	PSHUFL $0, X3, X3
-	MOVL   $0x007FFFFF, AX
-	MOVL   AX, X4
-	PSHUFL $0, X4, X4
-	MOVL   $0x00400000, AX
-	MOVL   AX, X5
-	PSHUFL $0, X5, X5
-	MOVL   lo+20(FP), AX
+	NCONSTS(AX)
+	MOVL   lo+24(FP), AX
 	MOVL   AX, X6
 	PSHUFL $0, X6, X6
-	MOVL   hi+24(FP), AX
+	MOVL   hi+28(FP), AX
 	MOVL   AX, X7
 	PSHUFL $0, X7, X7
-	MOVL   off+28(FP), AX
+	MOVL   off+32(FP), AX
 	MOVL   AX, X8
 	PSHUFL $0, X8, X8
 
 #define DIVROUND(off, R) \
 	MOVUPS off(SI), R; \
+	ADDPS  X13, R; \
 	DIVPS  X0, R; \
 	ADDPS  X3, R; \
 	PAND   X4, R; \
