@@ -54,6 +54,7 @@ runs them as plugin processes, as run does.`,
   sluice info model-00002-of-00004.safetensors`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			relaxGC()
 			h := a.inspectHost(isolate)
 			defer h.Close()
 			c, err := openCheckpoint(cmd.Context(), h, args[0])
