@@ -64,17 +64,17 @@ func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32)
 //go:noescape
 func qkx2Start4SSE2(s *qkx2Oct, half int, x *float32, nmax int32)
 
-// qkx2Search4SSE2 is makeQKX2's search (squared error) for the four groups
-// in half of s, over the n candidate iscales num[is]/(mx - mn); see
-// qkx2Oct.
+// qkx2Search4SSE2 is makeQKX2's search for the four groups in half of s,
+// over the n candidate iscales num[is]/(mx - mn); see qkx2Oct. flags:
+// qkx2Short (groups of 16), qkx2MAD (absolute error).
 //
 //go:noescape
-func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32)
+func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32)
 
 // qkx2Search8AVX2 is qkx2Search4SSE2 for the eight groups of s at once.
 //
 //go:noescape
-func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32)
+func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32)
 
 // quadsLoadSSE2 is quadsLoadGo.
 //

@@ -360,20 +360,17 @@ func getScaleMinK4(j int, q []byte) (d, m uint8) {
 // ---- q2_K ----
 
 func encodeQ2_K(dst []byte, src []float32) {
-	var L [256]uint8
-	var weights [16]float32
+	var L [256]int8
+	var o [2]qkx2Oct
 	var mins, scales [16]float32
 	const q4scale = 15
 	for len(src) >= 256 && len(dst) >= 84 {
 		x := src[:256]
 		y := dst[:84]
 		var maxScale, maxMin float32
+		q2Search8(x[:128], &o[0], scales[:8], mins[:8])
+		q2Search8(x[128:], &o[1], scales[8:], mins[8:])
 		for j := range 16 {
-			xs := x[16*j : 16*j+16]
-			for l, v := range xs {
-				weights[l] = fabs(v)
-			}
-			scales[j], mins[j] = makeQKX2(3, xs, weights[:], L[16*j:16*j+16], -0.5, 0.1, 15, true)
 			if scales[j] > maxScale {
 				maxScale = scales[j]
 			}
@@ -405,17 +402,16 @@ func encodeQ2_K(dst []byte, src []float32) {
 		for j := range 16 {
 			d := float32(dAll * float32(sc[j]&0xf))
 			if d == 0 {
+				o[j/8].levels(j%8, L[16*j:16*j+16])
 				continue
 			}
 			dm := float32(dMin * float32(sc[j]>>4))
-			for ii, v := range x[16*j : 16*j+16] {
-				L[16*j+ii] = uint8(clampI32(nearestInt((v+dm)/d), 0, 3))
-			}
+			divRound(L[16*j:16*j+16], x[16*j:16*j+16], dm, d, 0, 3, 0)
 		}
 		qs := y[16:80]
 		for j := 0; j < 256; j += 128 {
 			for l := range 32 {
-				qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
+				qs[j/4+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<2 | uint8(L[j+l+64])<<4 | uint8(L[j+l+96])<<6
 			}
 		}
 		src, dst = src[256:], dst[84:]

@@ -42,11 +42,11 @@ func qkx2Start4SSE2(s *qkx2Oct, half int, x *float32, nmax int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32) {
+func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32) {
+func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 

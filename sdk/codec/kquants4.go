@@ -219,12 +219,7 @@ func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, sca
 	for is := 0; is <= nstep; is++ {
 		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
-	if useAVX2 {
-		qkx2Search8AVX2(o, &num[0], nstep+1, nmax)
-	} else {
-		qkx2Search4SSE2(o, 0, &num[0], nstep+1, nmax)
-		qkx2Search4SSE2(o, 1, &num[0], nstep+1, nmax)
-	}
+	o.search(&num, nstep, nmax, 0)
 	for g := range 8 {
 		if o.mx[g] == o.mnStart[g] {
 			// Flat: makeQKX2 returns at once, with levels 0.
@@ -238,9 +233,84 @@ func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, sca
 	}
 }
 
-// levels writes the levels k4Search8 left for group g to L[:32].
+// Flags of the search kernels (kquants4_amd64.s: KSHORT, KMAD).
+const (
+	qkx2Short = 1 // groups of 16, not 32
+	qkx2MAD   = 2 // absolute error, not squared
+)
+
+// search runs makeQKX2's search over candidates 0..nstep of num on the
+// eight groups of o: one AVX2 pass, or two SSE2 passes.
+func (o *qkx2Oct) search(num *qkx2Num, nstep int, nmax, flags int32) {
+	if useAVX2 {
+		qkx2Search8AVX2(o, &num[0], nstep+1, nmax, flags)
+		return
+	}
+	qkx2Search4SSE2(o, 0, &num[0], nstep+1, nmax, flags)
+	qkx2Search4SSE2(o, 1, &num[0], nstep+1, nmax, flags)
+}
+
+// q2Search8 is q2_K's per-16 search for eight consecutive groups of 16 in
+// x: makeQKX2(3, ·, |x|, ·, -0.5, 0.1, 15, true), leaving the levels in o.L
+// (read them with o.levels; 16 of each group's 32 slots) and the results in
+// scales[:8] and mins[:8]. The first guesses are qkx2Start's, the search
+// the kernels' with qkx2Short|qkx2MAD (TestQ2Search8MatchesScalar).
+func q2Search8(x []float32, o *qkx2Oct, scales, mins []float32) {
+	x, scales, mins = x[:128], scales[:8], mins[:8]
+	var w [16]float32
+	var l [16]uint8
+	if !useSSE2 {
+		for g := range 8 {
+			xs := x[16*g : 16*g+16]
+			for i, v := range xs {
+				w[i] = fabs(v)
+			}
+			scales[g], mins[g] = makeQKX2(3, xs, w[:], l[:], -0.5, 0.1, 15, true)
+			for i, v := range l {
+				o.L[8*i+g] = levelF[v]
+			}
+		}
+		return
+	}
+	var flat [8]bool
+	for g := range 8 {
+		xs := x[16*g : 16*g+16]
+		for i, v := range xs {
+			w[i] = fabs(v)
+		}
+		var xm [16]float32
+		st, f := qkx2Start(3, xs, w[:], l[:], xm[:], true)
+		flat[g] = f
+		o.mn[g], o.mx[g], o.sumW[g], o.sumX[g], o.scale[g], o.best[g] = st.mn, st.mx, st.sumW, st.sumX, st.scale, st.best
+		o.mnStart[g] = st.mn
+		for i := range 16 {
+			o.x[8*i+g], o.w[8*i+g], o.xm[8*i+g], o.L[8*i+g] = xs[i], w[i], xm[i], levelF[l[i]]
+		}
+	}
+	o.search(&q2Num, 15, 3, qkx2Short|qkx2MAD)
+	for g := range 8 {
+		if flat[g] {
+			for i := range 16 {
+				o.L[8*i+g] = 0
+			}
+			scales[g], mins[g] = 0, -o.mnStart[g]
+			continue
+		}
+		scales[g], mins[g] = o.scale[g], -o.mn[g]
+	}
+}
+
+// q2Num holds q2_K's candidate numerators, -0.5 + 0.1·is + 3.
+var q2Num = func() (t qkx2Num) {
+	for is := 0; is <= 15; is++ {
+		t[is] = float32(-0.5+float32(0.1*float32(is))) + 3
+	}
+	return t
+}()
+
+// levels writes the levels k4Search8 or q2Search8 left for group g to L
+// (32 or 16 of them).
 func (o *qkx2Oct) levels(g int, L []int8) {
-	L = L[:32]
 	for i := range L {
 		L[i] = int8(o.L[8*i+g])
 	}

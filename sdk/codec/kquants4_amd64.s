@@ -670,6 +670,19 @@ final8:
 	MULPS  X14, X8; \
 	ADDPS  X8, X12
 
+// X12 += w·|d| with d = (X9·cur + X10) - x for element off; X15 holds
+// 0x7FFFFFFF.
+#define KERRMAD(off) \
+	MOVUPS (KCUR+off)(DI), X8; \
+	MULPS  X9, X8; \
+	ADDPS  X10, X8; \
+	MOVUPS (KX+off)(DI), X14; \
+	SUBPS  X14, X8; \
+	ANDPS  X15, X8; \
+	MOVUPS (KW+off)(DI), X14; \
+	MULPS  X14, X8; \
+	ADDPS  X8, X12
+
 // L(off) = cur(off) in the lanes of mask X13.
 #define KTAKE(off) \
 	SELECT((KL+off)(DI), (KCUR+off)(DI), X13, X8, X14)
@@ -690,13 +703,27 @@ final8:
 
 // M for the pairs of elements (0, 1), (2, 3) … (30, 31).
 #define KPAIRS(M) \
-	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448); \
+	KPAIRSLO(M); \
+	KPAIRSHI(M)
+
+// The pairs of the first 16 elements, and of the last 16.
+#define KPAIRSLO(M) \
+	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448)
+
+#define KPAIRSHI(M) \
 	M(512); M(576); M(640); M(704); M(768); M(832); M(896); M(960)
 
 // M for the 32 elements.
 #define KALL(M) \
+	KALLLO(M); \
+	KALLHI(M)
+
+// The first 16 elements, and the last 16.
+#define KALLLO(M) \
 	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
-	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480); \
+	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
+
+#define KALLHI(M) \
 	M(512); M(544); M(576); M(608); M(640); M(672); M(704); M(736); \
 	M(768); M(800); M(832); M(864); M(896); M(928); M(960); M(992)
 
@@ -716,20 +743,26 @@ final8:
 	PSHUFLW $0, X7, X7; \
 	PSHUFL $0, X7, X7
 
-// func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi int32)
-// make_qkx2_quants's search (squared error) for four groups of 32 (half 0:
-// groups 0-3, half 1: groups 4-7), from the state of its first guess: for
-// each of the n candidates, iscale = num[is]/(mx - mn), levels clamped to
-// [0, hi] (hi below 2^15), the least-squares scale and min (min at most 0),
-// and the candidate is taken where D > 0 and its weighted error is below
-// the best. n ≥ 1.
-TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-36
+// Flags of the searches: groups of 16 elements (not 32), absolute error
+// (not squared).
+#define KSHORT 1
+#define KMAD 2
+
+// func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32)
+// make_qkx2_quants's search for four groups of 32, or of 16 with KSHORT
+// (half 0: groups 0-3, half 1: groups 4-7), from the state of its first
+// guess: for each of the n candidates, iscale = num[is]/(mx - mn), levels
+// clamped to [0, hi] (hi below 2^15), the least-squares scale and min (min
+// at most 0), and the candidate is taken where D > 0 and its weighted
+// error (squared, or absolute with KMAD) is below the best. n ≥ 1.
+TEXT ·qkx2Search4SSE2(SB), NOSPLIT, $0-40
 	MOVQ   s+0(FP), DI
 	MOVQ   half+8(FP), AX
 	SHLQ   $4, AX
 	ADDQ   AX, DI
 	MOVQ   num+16(FP), SI
 	MOVQ   n+24(FP), CX
+	MOVL   flags+36(FP), R11
 	MOVL   hi+32(FP), AX
 	KCONSTS
 
@@ -743,7 +776,12 @@ cand:
 	XORPS  X1, X1
 	XORPS  X2, X2
 	XORPS  X11, X11
-	KPAIRS(KLEVEL2)
+	KPAIRSLO(KLEVEL2)
+	TESTL  $KSHORT, R11
+	JNZ    klevels16
+	KPAIRSHI(KLEVEL2)
+
+klevels16:
 	// D = sumW·sumL2 - sumL·sumL; X13 = 0 < D.
 	MOVUPS KSUMW(DI), X8
 	MULPS  X2, X8
@@ -779,7 +817,24 @@ cand:
 	XORPS  X8, X9
 	// X12 = the candidate's weighted squared error.
 	XORPS  X12, X12
-	KALL(KERR)
+	TESTL  $KMAD, R11
+	JNZ    kmad
+	KALLLO(KERR)
+	TESTL  $KSHORT, R11
+	JNZ    kerrdone
+	KALLHI(KERR)
+	JMP    kerrdone
+
+kmad:
+	MOVL   $0x7FFFFFFF, AX
+	MOVL   AX, X15
+	PSHUFL $0, X15, X15
+	KALLLO(KERRMAD)
+	TESTL  $KSHORT, R11
+	JNZ    kerrdone
+	KALLHI(KERRMAD)
+
+kerrdone:
 	// X13 = 0 < D && error < best.
 	MOVUPS KBEST(DI), X8
 	MOVAPS X12, X14
@@ -791,8 +846,12 @@ cand:
 	KBLEND(KBEST, X12, X8)
 	KBLEND(KSCALE, X9, X8)
 	KBLEND(KMN, X10, X15)
-	KALL(KTAKE)
-	KALL(KDIFF)
+	KALLLO(KTAKE)
+	KALLLO(KDIFF)
+	TESTL  $KSHORT, R11
+	JNZ    knext
+	KALLHI(KTAKE)
+	KALLHI(KDIFF)
 
 knext:
 	ADDQ   $4, SI
@@ -1001,6 +1060,14 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VMULPS (KW+off)(DI), Y8, Y8; \
 	VADDPS Y8, Y12, Y12
 
+#define YERRMAD(off) \
+	VMULPS (KCUR+off)(DI), Y9, Y8; \
+	VADDPS Y10, Y8, Y8; \
+	VSUBPS (KX+off)(DI), Y8, Y8; \
+	VANDPS Y15, Y8, Y8; \
+	VMULPS (KW+off)(DI), Y8, Y8; \
+	VADDPS Y8, Y12, Y12
+
 #define YTAKE(off) \
 	YSELECT((KL+off)(DI), (KCUR+off)(DI), Y13, Y8, Y14)
 
@@ -1016,12 +1083,13 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VXORPS R, T, T; \
 	VMOVUPS T, off(DI)
 
-// func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi int32)
+// func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32)
 // qkx2Search4SSE2 for the eight groups. n ≥ 1.
-TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-28
+TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-32
 	MOVQ   s+0(FP), DI
 	MOVQ   num+8(FP), SI
 	MOVQ   n+16(FP), CX
+	MOVL   flags+28(FP), R11
 	MOVL   hi+24(FP), AX
 	XORL   BX, BX
 	YCONSTS(BX, AX)
@@ -1034,7 +1102,12 @@ ycand:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y11, Y11, Y11
-	KPAIRS(YLEVEL2)
+	KPAIRSLO(YLEVEL2)
+	TESTL  $KSHORT, R11
+	JNZ    ylevels16
+	KPAIRSHI(YLEVEL2)
+
+ylevels16:
 	// D = sumW·sumL2 - sumL·sumL; Y13 = 0 < D.
 	VMULPS KSUMW(DI), Y2, Y8
 	VMULPS Y1, Y1, Y9
@@ -1061,7 +1134,24 @@ ycand:
 	VXORPS Y8, Y9, Y9
 	// Y12 = the candidate's weighted squared error.
 	VXORPS Y12, Y12, Y12
-	KALL(YERR)
+	TESTL  $KMAD, R11
+	JNZ    ymad
+	KALLLO(YERR)
+	TESTL  $KSHORT, R11
+	JNZ    yerrdone
+	KALLHI(YERR)
+	JMP    yerrdone
+
+ymad:
+	MOVL   $0x7FFFFFFF, DX
+	MOVL   DX, X15
+	VPBROADCASTD X15, Y15
+	KALLLO(YERRMAD)
+	TESTL  $KSHORT, R11
+	JNZ    yerrdone
+	KALLHI(YERRMAD)
+
+yerrdone:
 	// Y13 = 0 < D && error < best.
 	VCMPPS $1, KBEST(DI), Y12, Y14
 	VANDPS Y14, Y13, Y13
@@ -1071,8 +1161,12 @@ ycand:
 	YBLEND(KBEST, Y12, Y8)
 	YBLEND(KSCALE, Y9, Y8)
 	YBLEND(KMN, Y10, Y15)
-	KALL(YTAKE)
-	KALL(YDIFF)
+	KALLLO(YTAKE)
+	KALLLO(YDIFF)
+	TESTL  $KSHORT, R11
+	JNZ    ynext
+	KALLHI(YTAKE)
+	KALLHI(YDIFF)
 
 ynext:
 	ADDQ   $4, SI

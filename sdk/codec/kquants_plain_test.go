@@ -1032,3 +1032,39 @@ func TestQ8RoundMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestQ2Search8MatchesScalar checks q2_K's eight-group search (groups of 16,
+// absolute error; AVX2 where the CPU has it, and SSE2) against the literal
+// make_qkx2_quants, group by group, on random and adversarial groups.
+func TestQ2Search8MatchesScalar(t *testing.T) {
+	eachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(51, 52))
+		var x [128]float32
+		var w [16]float32
+		var l1 [16]int8
+		var l2, laux [16]uint8
+		var s1, m1 [8]float32
+		var o qkx2Oct
+		for iter := 0; iter < 10000; iter++ {
+			for g := range 8 {
+				adversarialGroup(r, x[16*g:16*g+16])
+			}
+			q2Search8(x[:], &o, s1[:], m1[:])
+			for g := range 8 {
+				xs := x[16*g : 16*g+16]
+				for i, v := range xs {
+					w[i] = fabs(v)
+				}
+				s2, m2 := makeQKX2Plain(3, xs, w[:], l2[:], laux[:], -0.5, 0.1, 15, true)
+				o.levels(g, l1[:])
+				same := true
+				for i, l := range l2 {
+					same = same && l1[i] == int8(l)
+				}
+				if !sameFloat(s1[g], s2) || !sameFloat(m1[g], m2) || !same {
+					t.Fatalf("group %d of %v:\n got %v %v %v\nwant %v %v %v", g, xs, s1[g], m1[g], l1, s2, m2, l2)
+				}
+			}
+		}
+	})
+}
