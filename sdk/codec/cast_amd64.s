@@ -208,27 +208,13 @@ TEXT ·f16ToF32SSE2(SB), NOSPLIT, $0-24
 	SHRQ   $3, CX
 	JZ     hdone
 	PXOR   X8, X8
-	MOVL   $0x7C00, AX         // the largest finite magnitude's bits + 1 ulp: above it, NaN
-	MOVL   AX, X7
-	PSHUFL $0, X7, X7
-	MOVL   $0x00400000, AX     // float32's quiet bit
-	MOVL   AX, X9
-	PSHUFL $0, X9, X9
-	MOVL   $0x38800000, AX     // 2^-14
-	MOVL   AX, X10
-	PSHUFL $0, X10, X10
-	MOVL   $0x00800000, AX     // 1 << 23
-	MOVL   AX, X11
-	PSHUFL $0, X11, X11
-	MOVL   $0x38000000, AX     // (127 - 15) << 23
-	MOVL   AX, X13
-	PSHUFL $0, X13, X13
-	MOVL   $0x0F800000, AX     // binary16's exponent, shifted by 13
-	MOVL   AX, X14
-	PSHUFL $0, X14, X14
-	MOVL   $0x7FFF, AX
-	MOVL   AX, X15
-	PSHUFL $0, X15, X15
+	BROADCAST(0x7C00, X7) // infinity's magnitude: above it, NaN
+	BROADCAST(0x00400000, X9) // float32's quiet bit
+	BROADCAST(0x38800000, X10) // 2^-14
+	BROADCAST(0x00800000, X11) // 1 << 23
+	BROADCAST(0x38000000, X13) // (127 - 15) << 23
+	BROADCAST(0x0F800000, X14) // binary16's exponent, shifted by 13
+	BROADCAST(0x7FFF, X15)
 
 hloop:
 	MOVOU  (SI), X0

@@ -658,30 +658,23 @@ final8:
 	MULPS  X9, X10; \
 	ADDPS  X10, X11
 
-// X12 += w·d·d with d = (X9·cur + X10) - x for element off.
-#define KERR(off) \
+// X12 += w·F(d) with d = (X9·cur + X10) - x in X8 for element off: F is
+// KSQUARE (d·d), or KABS (|d|, with 0x7FFFFFFF in X15).
+#define KERRF(off, F) \
 	MOVUPS (KCUR+off)(DI), X8; \
 	MULPS  X9, X8; \
 	ADDPS  X10, X8; \
 	MOVUPS (KX+off)(DI), X14; \
 	SUBPS  X14, X8; \
-	MULPS  X8, X8; \
+	F; \
 	MOVUPS (KW+off)(DI), X14; \
 	MULPS  X14, X8; \
 	ADDPS  X8, X12
 
-// X12 += w·|d| with d = (X9·cur + X10) - x for element off; X15 holds
-// 0x7FFFFFFF.
-#define KERRMAD(off) \
-	MOVUPS (KCUR+off)(DI), X8; \
-	MULPS  X9, X8; \
-	ADDPS  X10, X8; \
-	MOVUPS (KX+off)(DI), X14; \
-	SUBPS  X14, X8; \
-	ANDPS  X15, X8; \
-	MOVUPS (KW+off)(DI), X14; \
-	MULPS  X14, X8; \
-	ADDPS  X8, X12
+#define KSQUARE MULPS X8, X8
+#define KABS ANDPS X15, X8
+#define KERR(off) KERRF(off, KSQUARE)
+#define KERRMAD(off) KERRF(off, KABS)
 
 // L(off) = cur(off) in the lanes of mask X13.
 #define KTAKE(off) \
@@ -1052,21 +1045,18 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VMULPS (KX+off)(DI), Y9, Y10; \
 	VADDPS Y10, Y11, Y11
 
-#define YERR(off) \
+#define YERRF(off, F) \
 	VMULPS (KCUR+off)(DI), Y9, Y8; \
 	VADDPS Y10, Y8, Y8; \
 	VSUBPS (KX+off)(DI), Y8, Y8; \
-	VMULPS Y8, Y8, Y8; \
+	F; \
 	VMULPS (KW+off)(DI), Y8, Y8; \
 	VADDPS Y8, Y12, Y12
 
-#define YERRMAD(off) \
-	VMULPS (KCUR+off)(DI), Y9, Y8; \
-	VADDPS Y10, Y8, Y8; \
-	VSUBPS (KX+off)(DI), Y8, Y8; \
-	VANDPS Y15, Y8, Y8; \
-	VMULPS (KW+off)(DI), Y8, Y8; \
-	VADDPS Y8, Y12, Y12
+#define YSQUARE VMULPS Y8, Y8, Y8
+#define YABS VANDPS Y15, Y8, Y8
+#define YERR(off) YERRF(off, YSQUARE)
+#define YERRMAD(off) YERRF(off, YABS)
 
 #define YTAKE(off) \
 	YSELECT((KL+off)(DI), (KCUR+off)(DI), Y13, Y8, Y14)
