@@ -180,8 +180,10 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 }
 
 // qkx2Oct is the transposed input, state and output of the kernels of
-// q4_K's and q5_K's search for the eight groups of 32 of a super-block:
-// x[8i+g] is element i of group g, w its weight, xm = x - mn, cur the
+// makeQKX2's search for eight groups: q4_K's and q5_K's eight groups of 32
+// (a super-block), or eight of q2_K's groups of 16 (half of one, in the
+// first 16 element slots). x[8i+g] is element i of group g, w its weight,
+// xm = x - mn, cur the
 // candidate's levels and L the best levels so far, as float32; the
 // per-group fields are qkx2State's, and mnStart is mn as the search found
 // it. The field offsets are spelled out in kquants4_amd64.s.
