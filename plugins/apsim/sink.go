@@ -114,32 +114,6 @@ type shardPlan struct {
 	qts     map[string]qtensorEntry
 	meta    map[string]string // __metadata__ with placeholders for digest and signature
 	layout  *st.Layout
-	// extents maps the file offset of every entry's data to its length
-	// and the padding after it, as atomicfile.File.Final wants them.
-	extents map[int64]int64
-}
-
-// final tells out's digests that the n bytes of an entry's data written at
-// off are final, with the padding after them.
-func (sp *shardPlan) final(out *atomicfile.File, off int64, n uint64) {
-	if n > 0 {
-		out.Final(off, sp.extents[off])
-	}
-}
-
-// planExtents fills in sp.extents from its layout.
-func (sp *shardPlan) planExtents() {
-	starts := make([]int64, len(sp.layout.Tensors))
-	sizes := make([]int64, len(sp.layout.Tensors))
-	for i, e := range sp.layout.Tensors {
-		starts[i] = int64(len(sp.layout.Prefix)) + int64(e.Begin)
-		sizes[i] = int64(e.End - e.Begin)
-	}
-	ext := atomicfile.Extents(starts, sizes, int64(sp.layout.FileSize()))
-	sp.extents = make(map[int64]int64, len(starts))
-	for i, off := range starts {
-		sp.extents[off] = max(sp.extents[off], ext[i])
-	}
 }
 
 // placement is where one incoming tensor's bytes go.
@@ -441,7 +415,6 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			return err
 		}
 		s.outs[i] = f
-		sh.planExtents()
 		s.digests[i] = f.Follow(newDigest(sh.meta, sh.layout.Tensors), int64(len(sh.layout.Prefix)))
 	}
 	s.plan, s.signKey, s.written = lp, key, map[string]bool{}
@@ -506,7 +479,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		if err := plugin.CopyToFile(out, pl.offset, data); err != nil {
 			return fmt.Errorf("apsim sink %s: tensor %q: %w", s.cfg.Path, name, err)
 		}
-		s.plan.shards[pl.shard].final(out, pl.offset, pl.size)
+		out.Final(pl.offset, int64(pl.size)) // safetensors data is contiguous: no padding follows
 	} else {
 		// Scales first, then codes, as a QTensor's bytes flow.
 		for _, part := range []struct {
@@ -516,7 +489,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 			if _, err := io.CopyN(io.NewOffsetWriter(out.File, part.off), data, int64(part.n)); err != nil {
 				return fmt.Errorf("apsim sink %s: tensor %q: %w", s.cfg.Path, name, err)
 			}
-			s.plan.shards[pl.shard].final(out, part.off, part.n)
+			out.Final(part.off, int64(part.n))
 		}
 		var one [1]byte
 		if n, _ := data.Read(one[:]); n != 0 {

@@ -51,10 +51,9 @@ type Sink struct {
 }
 
 type place struct {
-	file   *atomicfile.File
-	off    int64
-	size   uint64
-	extent int64 // size and the padding up to the next tensor
+	file *atomicfile.File
+	off  int64
+	size uint64
 }
 
 // sinkPlan is the layout decided from a manifest.
@@ -306,15 +305,8 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			return fmt.Errorf("writing header of %s: %w", o.path, err)
 		}
 		f.Final(0, int64(len(o.layout.Prefix)))
-		starts := make([]int64, len(o.layout.Tensors))
-		sizes := make([]int64, len(o.layout.Tensors))
-		for k, e := range o.layout.Tensors {
-			starts[k], _ = o.layout.Offset(e.Name)
-			sizes[k] = int64(e.Size())
-		}
-		extents := atomicfile.Extents(starts, sizes, int64(o.layout.FileSize()))
-		for k, e := range o.layout.Tensors {
-			s.places[e.Name] = place{file: f, off: starts[k], size: e.Size(), extent: extents[k]}
+		for _, e := range o.layout.Tensors {
+			s.places[e.Name] = place{file: f, off: int64(len(o.layout.Prefix)) + int64(e.Begin), size: e.Size()}
 		}
 	}
 	return nil
@@ -369,7 +361,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 	if err := plugin.CopyToFile(pl.file, pl.off, data); err != nil {
 		return fmt.Errorf("writing tensor %q to %s: %w", name, pl.file.FinalPath(), err)
 	}
-	pl.file.Final(pl.off, pl.extent)
+	pl.file.Final(pl.off, int64(pl.size)) // the data is contiguous: no padding follows
 	return nil
 }
 

@@ -298,6 +298,9 @@ type Layout struct {
 	// Prefix is the 8-byte length followed by the padded JSON header.
 	Prefix []byte
 	// Tensors are in data order, with offsets relative to the data start.
+	// Their data is contiguous (no padding between tensors), so a writer
+	// that has written a tensor's bytes has written every byte up to the
+	// next tensor's.
 	Tensors []Entry
 	// DataSize is the total size of the tensor data.
 	DataSize uint64
