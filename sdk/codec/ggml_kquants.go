@@ -84,7 +84,8 @@ type qkx2State struct {
 
 // qkx2Start is makeQKX2 up to its search: it writes the first guess's
 // levels to L and x - mn to xm. A group whose maximum equals its minimum
-// (flat) gets levels 0, and its result is (0, -mn).
+// (flat) gets levels 0, a state holding only mn and mx, and its result is
+// (0, -mn).
 func qkx2Start(nmax int32, x, weights []float32, L []uint8, xm []float32, useMad bool) (st qkx2State, flat bool) {
 	n := len(x)
 	weights, L, xm = weights[:n], L[:n], xm[:n]
@@ -107,7 +108,7 @@ func qkx2Start(nmax int32, x, weights []float32, L []uint8, xm []float32, useMad
 	}
 	if mx == mn {
 		clear(L)
-		return qkx2State{mn: mn}, true
+		return qkx2State{mn: mn, mx: mx}, true
 	}
 	setDiff(xm, x, mn)
 	iscale := float32(nmax) / (mx - mn)

@@ -222,10 +222,17 @@ func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, sca
 		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
 	o.search(&num, nstep, nmax, 0)
+	o.results(32, scales, mins)
+}
+
+// results writes the search's results for the eight groups of n elements
+// to scales[:8] and mins[:8]. A flat group (mx == mn, for which makeQKX2
+// returns at once and the kernels computed nothing of use) gets levels 0,
+// scale 0 and min -mn.
+func (o *qkx2Oct) results(n int, scales, mins []float32) {
 	for g := range 8 {
 		if o.mx[g] == o.mnStart[g] {
-			// Flat: makeQKX2 returns at once, with levels 0.
-			for i := range 32 {
+			for i := range n {
 				o.L[8*i+g] = 0
 			}
 			scales[g], mins[g] = 0, -o.mnStart[g]
@@ -274,15 +281,13 @@ func q2Search8(x []float32, o *qkx2Oct, scales, mins []float32) {
 		}
 		return
 	}
-	var flat [8]bool
 	for g := range 8 {
 		xs := x[16*g : 16*g+16]
 		for i, v := range xs {
 			w[i] = fabs(v)
 		}
 		var xm [16]float32
-		st, f := qkx2Start(3, xs, w[:], l[:], xm[:], true)
-		flat[g] = f
+		st, _ := qkx2Start(3, xs, w[:], l[:], xm[:], true) // a flat group has mx == mn: results sees it
 		o.mn[g], o.mx[g], o.sumW[g], o.sumX[g], o.scale[g], o.best[g] = st.mn, st.mx, st.sumW, st.sumX, st.scale, st.best
 		o.mnStart[g] = st.mn
 		for i := range 16 {
@@ -290,16 +295,7 @@ func q2Search8(x []float32, o *qkx2Oct, scales, mins []float32) {
 		}
 	}
 	o.search(&q2Num, 15, 3, qkx2Short|qkx2MAD)
-	for g := range 8 {
-		if flat[g] {
-			for i := range 16 {
-				o.L[8*i+g] = 0
-			}
-			scales[g], mins[g] = 0, -o.mnStart[g]
-			continue
-		}
-		scales[g], mins[g] = o.scale[g], -o.mn[g]
-	}
+	o.results(16, scales, mins)
 }
 
 // q2Num holds q2_K's candidate numerators, -0.5 + 0.1·is + 3.
