@@ -80,10 +80,13 @@ func f16Tab() *[1 << 16]uint32 {
 }
 
 func decodeF16(dst []float32, src []byte) {
-	t := f16Tab()
 	src = src[:2*len(dst)]
 	k := castSSE2(f16ToF32SSE2, f32Bytes(dst), 4, src, 2, len(dst))
 	dst, src = dst[k:], src[2*k:]
+	if len(dst) == 0 {
+		return // no tail: the table is not needed
+	}
+	t := f16Tab()
 	for i := range dst {
 		dst[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(src[2*i:])])
 	}

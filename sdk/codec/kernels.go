@@ -39,10 +39,13 @@ func directKernel(from, to tensor.DType) kernel {
 }
 
 func f16ToF32Bytes(dst, src []byte, n int) {
-	t := f16Tab()
 	src, dst = src[:2*n], dst[:4*n]
 	k := castSSE2(f16ToF32SSE2, dst, 4, src, 2, n)
 	dst, src, n = dst[4*k:], src[2*k:], n-k
+	if n == 0 {
+		return // no tail: the table is not needed
+	}
+	t := f16Tab()
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(dst[4*i:], t[binary.LittleEndian.Uint16(src[2*i:])])
 	}
