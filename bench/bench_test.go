@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,4 +65,45 @@ func TestSummaryTakesMediansAndPeaks(t *testing.T) {
 	if s.selfHWM != 30 || s.foreign != 0.5 {
 		t.Errorf("peak %d, mean load %v", s.selfHWM, s.foreign)
 	}
+}
+
+// TestPollingCostsLittle runs a process that holds 1 GiB of touched memory
+// for 1.5 s (smaps_rollup then walks 262,144 page-table entries per read)
+// and checks that measuring it found its memory and cost the bench at most
+// a twentieth of a core: polled every 10 ms, it cost a third or more.
+func TestPollingCostsLittle(t *testing.T) {
+	if os.Getenv("SLUICE_BENCH_HOLD") != "" {
+		holdMemory()
+		return
+	}
+	if _, err := os.Stat("/proc/self/smaps_rollup"); err != nil {
+		t.Skip("needs Linux's /proc/PID/smaps_rollup")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_BENCH_HOLD", "1")
+	before := selfCPU()
+	m, _, err := runProcess([]string{exe, "-test.run=^TestPollingCostsLittle$"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := selfCPU() - before
+	if m.treeRSS < 1<<30 || m.treePSS < 1<<30 || m.maxRSS < 1<<30 {
+		t.Errorf("RSS %d, PSS %d, largest %d: want at least 1 GiB each", m.treeRSS, m.treePSS, m.maxRSS)
+	}
+	if share := used.Seconds() / m.wall.Seconds(); share > 0.05 {
+		t.Errorf("polling a %v run cost the bench %v of CPU, %.2f of a core", m.wall, used, share)
+	}
+}
+
+// holdMemory is the child of TestPollingCostsLittle.
+func holdMemory() {
+	b := make([]byte, 1<<30)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	time.Sleep(1500 * time.Millisecond)
+	b[len(b)-1] = 2
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -20,7 +21,7 @@ type measurement struct {
 	// for (the plugin processes of a sluice run).
 	cpu time.Duration
 	// selfHWM is the peak RSS of the measured process alone (its VmHWM,
-	// polled every 10 ms).
+	// polled every 10 ms or less often: see pollShare).
 	selfHWM int64
 	// maxRSS is the peak RSS of the largest process of the tree: the
 	// largest VmHWM polled over the process and its descendants. (getrusage's
@@ -56,6 +57,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		cmd.Stdout = io.Discard
 	}
 	busy0, _ := cpuBusy()
+	self0 := selfCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return measurement{}, nil, err
@@ -66,16 +68,21 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
 		sched := map[int][2]int64{}
 		defer func() {
 			for _, v := range sched {
 				m.waited += time.Duration(v[1])
 			}
 		}()
+		var nextPSS time.Time
 		for {
-			rss, pss, hwm, maxHWM := treeMemory(cmd.Process.Pid, sched)
+			polledAt := time.Now()
+			withPSS := !polledAt.Before(nextPSS)
+			rss, pss, hwm, maxHWM := treeMemory(cmd.Process.Pid, sched, withPSS)
+			cost := time.Since(polledAt)
+			if withPSS {
+				nextPSS = polledAt.Add(pollShare * cost)
+			}
 			mu.Lock()
 			m.treeRSS = max(m.treeRSS, rss)
 			m.treePSS = max(m.treePSS, pss)
@@ -85,7 +92,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-time.After(max(minPoll, pollShare*cost)):
 			}
 		}
 	}()
@@ -98,14 +105,38 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		return measurement{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()) / m.wall.Seconds()
+	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()-(selfCPU()-self0).Seconds()) / m.wall.Seconds()
 	return m, stdout.Bytes(), nil
 }
 
-// treeMemory returns the summed RSS and PSS of pid and its descendants, the
-// high-water RSS of pid itself, and the largest high-water RSS in the tree. It records each thread's schedstat
-// (nanoseconds on a core, nanoseconds waiting for one) in sched.
-func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm, maxHWM int64) {
+// Polling a process tree costs the bench CPU time, which a CPU-bound
+// scenario on a small machine loses: reading a process's smaps_rollup (its
+// PSS) walks its page tables, 7–8 ms of kernel time for a sluice process
+// with its arena mapped, so polling PSS every 10 ms took half of one of two
+// cores. The poller therefore waits at least minPoll between polls, and
+// after a poll that took a time T, waits pollShare×T before the next one
+// and before the next that reads PSS: it spends about 1/pollShare of one
+// core at most.
+const (
+	minPoll   = 10 * time.Millisecond
+	pollShare = 50
+)
+
+// selfCPU returns the user and system time the bench process has used so
+// far, so that "other load" leaves out the bench's own polling.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// treeMemory returns the summed RSS and, with withPSS, PSS of pid and its
+// descendants, the high-water RSS of pid itself, and the largest high-water
+// RSS in the tree. It records each thread's schedstat (nanoseconds on a
+// core, nanoseconds waiting for one) in sched.
+func treeMemory(pid int, sched map[int][2]int64, withPSS bool) (rss, pss, hwm, maxHWM int64) {
 	pids := []int{pid}
 	for len(pids) > 0 {
 		p := pids[0]
@@ -120,8 +151,10 @@ func treeMemory(pid int, sched map[int][2]int64) (rss, pss, hwm, maxHWM int64) {
 			hwm = h
 		}
 		maxHWM = max(maxHWM, h)
-		if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
-			pss += statusField(rollup, "Pss:")
+		if withPSS {
+			if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p)); err == nil {
+				pss += statusField(rollup, "Pss:")
+			}
 		}
 		// Per thread: its schedstat, and the children it started (a Go
 		// program starts processes from any of its threads).
