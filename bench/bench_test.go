@@ -84,12 +84,12 @@ func TestPollingCostsLittle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SLUICE_BENCH_HOLD", "1")
-	before := selfCPU()
+	before := processCPU()
 	m, _, err := runProcess([]string{exe, "-test.run=^TestPollingCostsLittle$"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := selfCPU() - before
+	used := processCPU() - before
 	if m.treeRSS < 1<<30 || m.treePSS < 1<<30 || m.maxRSS < 1<<30 {
 		t.Errorf("RSS %d, PSS %d, largest %d: want at least 1 GiB each", m.treeRSS, m.treePSS, m.maxRSS)
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -57,7 +56,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		cmd.Stdout = io.Discard
 	}
 	busy0, _ := cpuBusy()
-	self0 := selfCPU()
+	self0 := processCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return measurement{}, nil, err
@@ -105,7 +104,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		return measurement{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	m.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()-(selfCPU()-self0).Seconds()) / m.wall.Seconds()
+	m.foreign = max(0, (busy1-busy0).Seconds()-m.cpu.Seconds()-(processCPU()-self0).Seconds()) / m.wall.Seconds()
 	return m, stdout.Bytes(), nil
 }
 
@@ -121,16 +120,6 @@ const (
 	minPoll   = 10 * time.Millisecond
 	pollShare = 50
 )
-
-// selfCPU returns the user and system time the bench process has used so
-// far, so that "other load" leaves out the bench's own polling.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // treeMemory returns the summed RSS and, with withPSS, PSS of pid and its
 // descendants, the high-water RSS of pid itself, and the largest high-water
