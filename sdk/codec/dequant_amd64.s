@@ -635,3 +635,276 @@ k5blk:
 
 k5done:
 	RET
+
+// func q8BlocksAVX2(dst *float32, src *byte, ds *float32, n int)
+// q8BlocksSSE2 eight elements per instruction: each 8 bytes sign-extended to
+// eight int32, converted and multiplied by the block's scale.
+TEXT ·q8BlocksAVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   ds+16(FP), DX
+	MOVQ   n+24(FP), CX
+	TESTQ  CX, CX
+	JLE    q8ydone
+
+q8yloop:
+	VBROADCASTSS (DX), Y7
+	VPMOVSXBD 2(SI), Y0
+	VPMOVSXBD 10(SI), Y1
+	VPMOVSXBD 18(SI), Y2
+	VPMOVSXBD 26(SI), Y3
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y7, Y0, Y0
+	VMULPS Y7, Y1, Y1
+	VMULPS Y7, Y2, Y2
+	VMULPS Y7, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ   $34, SI
+	ADDQ   $4, DX
+	ADDQ   $128, DI
+	DECQ   CX
+	JNZ    q8yloop
+	VZEROUPPER
+
+q8ydone:
+	RET
+
+// YK4OUT(L, D, M, out): the eight levels in the dwords of L, converted,
+// multiplied by D, less M (two roundings, as k4BlocksSSE2), stored at out.
+#define YK4OUT(L, D, M, out) \
+	VCVTDQ2PS L, L; \
+	VMULPS D, L, L; \
+	VSUBPS M, L, L; \
+	VMOVUPS L, (out)(DI)
+
+// func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int)
+// k4BlocksSSE2 eight elements per instruction: each 8 bytes of qs
+// zero-extended to dwords give eight low nibbles (masked) and the eight high
+// ones (shifted).
+TEXT ·k4BlocksAVX2(SB), NOSPLIT, $0-40
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   stride+16(FP), R8
+	MOVQ   dm+24(FP), DX
+	MOVQ   n+32(FP), CX
+	TESTQ  CX, CX
+	JLE    k4ydone
+	MOVL   $15, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+
+// YK4(in, out): elements out/4.. (low nibbles of the 8 bytes at in) and
+// out/4+32.. (their high nibbles).
+#define YK4(in, out) \
+	VPMOVZXBD in(SI), Y0; \
+	VPSRLD $4, Y0, Y1; \
+	VPAND  Y15, Y0, Y0; \
+	YK4OUT(Y0, Y9, Y10, out); \
+	YK4OUT(Y1, Y11, Y12, out+128)
+
+#define YK4SUB(j) \
+	VBROADCASTSS (16*j)(DX), Y9; \
+	VBROADCASTSS (16*j+4)(DX), Y10; \
+	VBROADCASTSS (16*j+8)(DX), Y11; \
+	VBROADCASTSS (16*j+12)(DX), Y12; \
+	YK4(32*j, 256*j); \
+	YK4(32*j+8, 256*j+32); \
+	YK4(32*j+16, 256*j+64); \
+	YK4(32*j+24, 256*j+96)
+
+k4yblk:
+	YK4SUB(0)
+	YK4SUB(1)
+	YK4SUB(2)
+	YK4SUB(3)
+	ADDQ   R8, SI
+	ADDQ   $64, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    k4yblk
+	VZEROUPPER
+
+k4ydone:
+	RET
+
+// func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+// k4BlocksAVX2 for q5_K: bit 2j (low nibbles) or 2j+1 (high nibbles) of
+// qh[l] is bit 4 of the level.
+TEXT ·k5BlocksAVX2(SB), NOSPLIT, $0-48
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   qh+16(FP), BX
+	MOVQ   stride+24(FP), R8
+	MOVQ   dm+32(FP), DX
+	MOVQ   n+40(FP), CX
+	TESTQ  CX, CX
+	JLE    k5ydone
+	MOVL   $15, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL   $16, AX
+	VMOVD  AX, X14
+	VPBROADCASTD X14, Y14
+
+// YK5(in, hin, j, out): YK4 with bit 4 of each level from the qh bytes at
+// hin: bit 2j of the byte for the low nibbles, bit 2j+1 for the high ones.
+#define YK5(in, hin, j, out) \
+	VPMOVZXBD in(SI), Y0; \
+	VPMOVZXBD hin(BX), Y2; \
+	VPSRLD $4, Y0, Y1; \
+	VPAND  Y15, Y0, Y0; \
+	VPSRLD $(2*j), Y2, Y2; \
+	VPSLLD $4, Y2, Y3; \
+	VPAND  Y14, Y3, Y3; \
+	VPOR   Y3, Y0, Y0; \
+	VPSLLD $3, Y2, Y3; \
+	VPAND  Y14, Y3, Y3; \
+	VPOR   Y3, Y1, Y1; \
+	YK4OUT(Y0, Y9, Y10, out); \
+	YK4OUT(Y1, Y11, Y12, out+128)
+
+#define YK5SUB(j) \
+	VBROADCASTSS (16*j)(DX), Y9; \
+	VBROADCASTSS (16*j+4)(DX), Y10; \
+	VBROADCASTSS (16*j+8)(DX), Y11; \
+	VBROADCASTSS (16*j+12)(DX), Y12; \
+	YK5(32*j, 0, j, 256*j); \
+	YK5(32*j+8, 8, j, 256*j+32); \
+	YK5(32*j+16, 16, j, 256*j+64); \
+	YK5(32*j+24, 24, j, 256*j+96)
+
+k5yblk:
+	YK5SUB(0)
+	YK5SUB(1)
+	YK5SUB(2)
+	YK5SUB(3)
+	ADDQ   R8, SI
+	ADDQ   R8, BX
+	ADDQ   $64, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    k5yblk
+	VZEROUPPER
+
+k5ydone:
+	RET
+
+// Shift counts 0..31 in dwords: lane k of the vector at byte 4e counts e+k.
+DATA lgcnt<>+0(SB)/8, $0x0000000100000000
+DATA lgcnt<>+8(SB)/8, $0x0000000300000002
+DATA lgcnt<>+16(SB)/8, $0x0000000500000004
+DATA lgcnt<>+24(SB)/8, $0x0000000700000006
+DATA lgcnt<>+32(SB)/8, $0x0000000900000008
+DATA lgcnt<>+40(SB)/8, $0x0000000b0000000a
+DATA lgcnt<>+48(SB)/8, $0x0000000d0000000c
+DATA lgcnt<>+56(SB)/8, $0x0000000f0000000e
+DATA lgcnt<>+64(SB)/8, $0x0000001100000010
+DATA lgcnt<>+72(SB)/8, $0x0000001300000012
+DATA lgcnt<>+80(SB)/8, $0x0000001500000014
+DATA lgcnt<>+88(SB)/8, $0x0000001700000016
+DATA lgcnt<>+96(SB)/8, $0x0000001900000018
+DATA lgcnt<>+104(SB)/8, $0x0000001b0000001a
+DATA lgcnt<>+112(SB)/8, $0x0000001d0000001c
+DATA lgcnt<>+120(SB)/8, $0x0000001f0000001e
+GLOBL lgcnt<>(SB), RODATA|NOPTR, $128
+
+// LGHIGH(L, e): bit e+k of the qh word in Y8 as bit 4 of lane k of L.
+#define LGHIGH(L, e) \
+	VPSRLVD lgcnt<>+(4*e)(SB), Y8, Y9; \
+	VPSLLD $4, Y9, Y9; \
+	VPAND  Y14, Y9, Y9; \
+	VPOR   Y9, L, L
+
+// LGOUT(L, out): lane k of L less the offset, converted, times d, stored
+// as element out/4+k.
+#define LGOUT(L, out) \
+	VPSUBD Y13, L, L; \
+	VCVTDQ2PS L, L; \
+	VMULPS Y7, L, L; \
+	VMOVUPS L, (out)(DI)
+
+// LGOUTM(L, out): LGOUT, plus m after the product (two roundings).
+#define LGOUTM(L, out) \
+	VPSUBD Y13, L, L; \
+	VCVTDQ2PS L, L; \
+	VMULPS Y7, L, L; \
+	VADDPS Y6, L, L; \
+	VMOVUPS L, (out)(DI)
+
+// func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n int, off int, flags int)
+// n q4_0, q4_1, q5_0 or q5_1 blocks, stride bytes apart: the 16 bytes at qs
+// hold element j's level in the low nibble of byte j and element j+16's in
+// the high one; with flags&1, bit e of the little-endian word at qh is bit 4
+// of element e's level. Element e of block i is
+// float32(level - off)·ds[i], and with flags&2, that + ms[i].
+TEXT ·legacyBlocksAVX2(SB), NOSPLIT, $0-72
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   qh+16(FP), BX
+	MOVQ   stride+24(FP), R8
+	MOVQ   ds+32(FP), DX
+	MOVQ   ms+40(FP), R9
+	MOVQ   n+48(FP), CX
+	MOVQ   off+56(FP), AX
+	MOVQ   flags+64(FP), R10
+	TESTQ  CX, CX
+	JLE    lgdone
+	VMOVD  AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL   $15, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL   $16, AX
+	VMOVD  AX, X14
+	VPBROADCASTD X14, Y14
+
+lgblk:
+	VBROADCASTSS (DX), Y7
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD 8(SI), Y1
+	VPSRLD $4, Y0, Y2
+	VPSRLD $4, Y1, Y3
+	VPAND  Y15, Y0, Y0
+	VPAND  Y15, Y1, Y1
+	TESTQ  $1, R10
+	JZ     lgnoh
+	VPBROADCASTD (BX), Y8
+	LGHIGH(Y0, 0)
+	LGHIGH(Y1, 8)
+	LGHIGH(Y2, 16)
+	LGHIGH(Y3, 24)
+
+lgnoh:
+	TESTQ  $2, R10
+	JNZ    lgm
+	LGOUT(Y0, 0)
+	LGOUT(Y1, 32)
+	LGOUT(Y2, 64)
+	LGOUT(Y3, 96)
+	JMP    lgnext
+
+lgm:
+	VBROADCASTSS (R9), Y6
+	LGOUTM(Y0, 0)
+	LGOUTM(Y1, 32)
+	LGOUTM(Y2, 64)
+	LGOUTM(Y3, 96)
+
+lgnext:
+	ADDQ   R8, SI
+	ADDQ   R8, BX
+	ADDQ   $4, DX
+	ADDQ   $4, R9
+	ADDQ   $128, DI
+	DECQ   CX
+	JNZ    lgblk
+	VZEROUPPER
+
+lgdone:
+	RET

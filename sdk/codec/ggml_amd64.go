@@ -156,6 +156,27 @@ func tq2PackSSE2(q *byte, x *float32, id float32)
 //go:noescape
 func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
 
+// legacyBlocksAVX2 decodes n q4_0, q4_1, q5_0 or q5_1 blocks (see
+// legacyBlocks), eight elements per instruction.
+//
+//go:noescape
+func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n int, off int, flags int)
+
+// q8BlocksAVX2 is q8BlocksSSE2, eight elements per instruction.
+//
+//go:noescape
+func q8BlocksAVX2(dst *float32, src *byte, ds *float32, n int)
+
+// k4BlocksAVX2 is k4BlocksSSE2, eight elements per instruction.
+//
+//go:noescape
+func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int)
+
+// k5BlocksAVX2 is k5BlocksSSE2, eight elements per instruction.
+//
+//go:noescape
+func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+
 // q41BlockSSE2 quantizes one q4_1 block on the fast path (see there); ok
 // false sends the block through the Go code.
 //

@@ -661,7 +661,11 @@ func decodeQ4_K(dst []float32, src []byte) {
 		for len(dst) >= 256 && len(src) >= 144 {
 			n := min(16, len(dst)/256, len(src)/144)
 			k4ScalesMins(&dm, src, 144, n)
-			k4BlocksSSE2(&dst[0], &src[16], 144, &dm[0], n)
+			if useAVX2 {
+				k4BlocksAVX2(&dst[0], &src[16], 144, &dm[0], n)
+			} else {
+				k4BlocksSSE2(&dst[0], &src[16], 144, &dm[0], n)
+			}
 			dst, src = dst[256*n:], src[144*n:]
 		}
 		return
@@ -724,7 +728,11 @@ func decodeQ5_K(dst []float32, src []byte) {
 		for len(dst) >= 256 && len(src) >= 176 {
 			n := min(16, len(dst)/256, len(src)/176)
 			k4ScalesMins(&dm, src, 176, n)
-			k5BlocksSSE2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
+			if useAVX2 {
+				k5BlocksAVX2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
+			} else {
+				k5BlocksSSE2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
+			}
 			dst, src = dst[256*n:], src[176*n:]
 		}
 		return

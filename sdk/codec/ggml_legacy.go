@@ -82,7 +82,11 @@ func decodeQ8_0(dst []float32, src []byte) {
 			for i := range ds[:n] {
 				ds[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(src[34*i:])])
 			}
-			q8BlocksSSE2(&dst[0], &src[0], &ds[0], n)
+			if useAVX2 {
+				q8BlocksAVX2(&dst[0], &src[0], &ds[0], n)
+			} else {
+				q8BlocksSSE2(&dst[0], &src[0], &ds[0], n)
+			}
 			dst, src = dst[32*n:], src[34*n:]
 		}
 		return
@@ -215,7 +219,54 @@ func encodeQ4_0(dst []byte, src []float32) {
 	}
 }
 
+// legacyLayout is where a q4_0, q4_1, q5_0 or q5_1 block keeps its fields
+// (after its scale d, a binary16 at offset 0): the 16 bytes of nibbles at
+// qs, the 32 fifth bits at qh and the binary16 minimum at m (-1: none), and
+// the offset its levels are stored with.
+type legacyLayout struct {
+	size, qs, qh, m int
+	off             int
+}
+
+var (
+	q40Layout = legacyLayout{size: 18, qs: 2, qh: -1, m: -1, off: 8}
+	q41Layout = legacyLayout{size: 20, qs: 4, qh: -1, m: 2}
+	q50Layout = legacyLayout{size: 22, qs: 6, qh: 2, m: -1, off: 16}
+	q51Layout = legacyLayout{size: 24, qs: 8, qh: 4, m: 2}
+)
+
+// legacyBlocks decodes the whole blocks of src with legacyBlocksAVX2, up to
+// 64 at a time, their scales and minimums widened first, and returns what
+// is left of dst and src.
+func legacyBlocks(dst []float32, src []byte, l *legacyLayout) ([]float32, []byte) {
+	var ds, ms [64]float32
+	t := f16Tab()
+	flags, qh := 0, l.qs
+	if l.qh >= 0 {
+		flags, qh = flags|1, l.qh
+	}
+	if l.m >= 0 {
+		flags |= 2
+	}
+	for len(dst) >= 32 && len(src) >= l.size {
+		n := min(len(ds), len(dst)/32, len(src)/l.size)
+		for i := range ds[:n] {
+			b := src[l.size*i:]
+			ds[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(b)])
+			if l.m >= 0 {
+				ms[i] = math.Float32frombits(t[binary.LittleEndian.Uint16(b[l.m:])])
+			}
+		}
+		legacyBlocksAVX2(&dst[0], &src[l.qs], &src[qh], l.size, &ds[0], &ms[0], n, l.off, flags)
+		dst, src = dst[32*n:], src[l.size*n:]
+	}
+	return dst, src
+}
+
 func decodeQ4_0(dst []float32, src []byte) {
+	if useAVX2 {
+		dst, src = legacyBlocks(dst, src, &q40Layout)
+	}
 	for len(dst) >= 32 && len(src) >= 18 {
 		d := getF16(src)
 		q := src[2:18]
@@ -320,6 +371,9 @@ func encodeQ4_1(dst []byte, src []float32) {
 }
 
 func decodeQ4_1(dst []float32, src []byte) {
+	if useAVX2 {
+		dst, src = legacyBlocks(dst, src, &q41Layout)
+	}
 	for len(dst) >= 32 && len(src) >= 20 {
 		d := getF16(src)
 		m := getF16(src[2:])
@@ -370,6 +424,9 @@ func encodeQ5_0(dst []byte, src []float32) {
 }
 
 func decodeQ5_0(dst []float32, src []byte) {
+	if useAVX2 {
+		dst, src = legacyBlocks(dst, src, &q50Layout)
+	}
 	for len(dst) >= 32 && len(src) >= 22 {
 		d := getF16(src)
 		qh := binary.LittleEndian.Uint32(src[2:])
@@ -425,6 +482,9 @@ func encodeQ5_1(dst []byte, src []float32) {
 }
 
 func decodeQ5_1(dst []float32, src []byte) {
+	if useAVX2 {
+		dst, src = legacyBlocks(dst, src, &q51Layout)
+	}
 	for len(dst) >= 32 && len(src) >= 24 {
 		d := getF16(src)
 		m := getF16(src[2:])

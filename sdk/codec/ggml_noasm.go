@@ -110,6 +110,22 @@ func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n int, off int, flags int) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
+func q8BlocksAVX2(dst *float32, src *byte, ds *float32, n int) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
+func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
+func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
 func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool) {
 	panic("codec: no SSE2 kernels on this platform")
 }

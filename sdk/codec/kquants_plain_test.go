@@ -592,7 +592,9 @@ func TestDequantKernelMatchesGo(t *testing.T) {
 // TestDecodeQ8_0MatchesPlain compares decodeQ8_0 (the block kernel where
 // there is one) with ggml's loop on random bytes, NaN and infinite scales
 // included, for block counts around the kernel's batch of 64.
-func TestDecodeQ8_0MatchesPlain(t *testing.T) {
+func TestDecodeQ8_0MatchesPlain(t *testing.T) { eachKernelSet(t, testDecodeQ8_0) }
+
+func testDecodeQ8_0(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, nb := range []int{1, 2, 63, 64, 65, 129, 300} {
 		src := make([]byte, 34*nb)
@@ -729,33 +731,90 @@ func decodeTQ2_0Plain(dst []float32, b []byte) {
 	}
 }
 
-// TestBlockDecodersMatchPlain compares the q4_K, q5_K and tq2_0 decoders (block
-// kernels where there are any) with ggml's loops on random bytes, NaN and
-// infinite scales included, for block counts around the kernels' batches.
-func TestBlockDecodersMatchPlain(t *testing.T) {
+// TestBlockDecodersMatchPlain compares the q4_0, q4_1, q5_0, q5_1, q4_K, q5_K
+// and tq2_0 decoders (block kernels where there are any) with ggml's loops on
+// random bytes, NaN and infinite scales included, for block counts around the
+// kernels' batches.
+func TestBlockDecodersMatchPlain(t *testing.T) { eachKernelSet(t, testBlockDecoders) }
+
+func testBlockDecoders(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, c := range []struct {
-		size   int
-		decode func([]float32, []byte)
-		plain  func([]float32, []byte)
-	}{{144, decodeQ4_K, decodeQ4_KPlain}, {176, decodeQ5_K, decodeQ5_KPlain}, {66, decodeTQ2_0, decodeTQ2_0Plain}} {
-		for _, nb := range []int{1, 15, 16, 17, 63, 64, 65, 100} {
+		size, elems int
+		decode      func([]float32, []byte)
+		plain       func([]float32, []byte)
+	}{
+		{144, 256, decodeQ4_K, decodeQ4_KPlain}, {176, 256, decodeQ5_K, decodeQ5_KPlain}, {66, 256, decodeTQ2_0, decodeTQ2_0Plain},
+		{18, 32, decodeQ4_0, decodeQ4_0Plain}, {20, 32, decodeQ4_1, decodeQ4_1Plain},
+		{22, 32, decodeQ5_0, decodeQ5_0Plain}, {24, 32, decodeQ5_1, decodeQ5_1Plain},
+	} {
+		for _, nb := range []int{1, 15, 16, 17, 63, 64, 65, 100, 129} {
 			src := make([]byte, c.size*nb)
 			for i := range src {
 				src[i] = byte(r.Uint32())
 			}
-			got := make([]float32, 256*nb)
+			got := make([]float32, c.elems*nb)
 			c.decode(got, src)
-			want := make([]float32, 256)
+			want := make([]float32, c.elems)
 			for b := range nb {
 				c.plain(want, src[c.size*b:])
 				for j, w := range want {
-					if !sameFloat(got[256*b+j], w) {
-						t.Fatalf("%d-byte blocks: block %d of %d, element %d: %#08x, want %#08x", c.size, b, nb, j, math.Float32bits(got[256*b+j]), math.Float32bits(w))
+					if !sameFloat(got[c.elems*b+j], w) {
+						t.Fatalf("%d-byte blocks: block %d of %d, element %d: %#08x, want %#08x", c.size, b, nb, j, math.Float32bits(got[c.elems*b+j]), math.Float32bits(w))
 					}
 				}
 			}
 		}
+	}
+}
+
+// decodeQ4_0Plain is ggml's dequantize_row_q4_0 for one block.
+func decodeQ4_0Plain(y []float32, b []byte) {
+	d := getF16(b)
+	for j := range 16 {
+		x0 := int32(b[2+j]&0x0f) - 8
+		x1 := int32(b[2+j]>>4) - 8
+		y[j] = float32(x0) * d
+		y[j+16] = float32(x1) * d
+	}
+}
+
+// decodeQ4_1Plain is ggml's dequantize_row_q4_1 for one block.
+func decodeQ4_1Plain(y []float32, b []byte) {
+	d, m := getF16(b), getF16(b[2:])
+	for j := range 16 {
+		x0 := int32(b[4+j] & 0x0f)
+		x1 := int32(b[4+j] >> 4)
+		y[j] = float32(float32(x0)*d) + m
+		y[j+16] = float32(float32(x1)*d) + m
+	}
+}
+
+// decodeQ5_0Plain is ggml's dequantize_row_q5_0 for one block.
+func decodeQ5_0Plain(y []float32, b []byte) {
+	d := getF16(b)
+	qh := uint32(b[2]) | uint32(b[3])<<8 | uint32(b[4])<<16 | uint32(b[5])<<24
+	for j := range 16 {
+		xh0 := ((qh >> j) << 4) & 0x10
+		xh1 := (qh >> (j + 12)) & 0x10
+		x0 := int32(uint32(b[6+j]&0x0f)|xh0) - 16
+		x1 := int32(uint32(b[6+j]>>4)|xh1) - 16
+		y[j] = float32(x0) * d
+		y[j+16] = float32(x1) * d
+	}
+}
+
+// decodeQ5_1Plain is ggml's dequantize_row_q5_1 for one block.
+func decodeQ5_1Plain(y []float32, b []byte) {
+	d, m := getF16(b), getF16(b[2:])
+	qh := uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24
+	for j := range 16 {
+		xh0 := ((qh >> j) << 4) & 0x10
+		xh1 := (qh >> (j + 12)) & 0x10
+		x0 := int32(uint32(b[8+j]&0x0f) | xh0)
+		x1 := int32(uint32(b[8+j]>>4) | xh1)
+		y[j] = float32(float32(x0)*d) + m
+		y[j+16] = float32(float32(x1)*d) + m
 	}
 }
 
