@@ -78,31 +78,16 @@ func BenchmarkQuantize(b *testing.B) {
 	}
 }
 
-func BenchmarkDequantize(b *testing.B) {
-	x := benchData()
-	for _, dt := range quantTypes {
-		b.Run(string(dt), func(b *testing.B) {
-			q := mustBytes(b, dt, len(x))
-			if err := EncodeFloat32(dt, q, x); err != nil {
-				b.Fatal(err)
-			}
-			out := make([]float32, len(x))
-			b.SetBytes(int64(4 * len(x)))
-			for b.Loop() {
-				if err := DecodeFloat32(dt, out, q); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
+func BenchmarkDequantize(b *testing.B) { benchmarkDequantize(b, benchData()) }
 
 // BenchmarkDequantizeCached is BenchmarkDequantize on 64 Ki elements, whose
 // float32 output (256 KiB) stays in a core's L2 cache: the decoder's own
 // speed, as Convert uses it through its scratch buffer, rather than the
 // memory's (16 MiB of output go at the speed of the memory's writes).
-func BenchmarkDequantizeCached(b *testing.B) {
-	x := benchData()[:1<<16]
+func BenchmarkDequantizeCached(b *testing.B) { benchmarkDequantize(b, benchData()[:1<<16]) }
+
+// benchmarkDequantize decodes x, quantized to every dtype, back to float32.
+func benchmarkDequantize(b *testing.B, x []float32) {
 	for _, dt := range quantTypes {
 		b.Run(string(dt), func(b *testing.B) {
 			q := mustBytes(b, dt, len(x))

@@ -675,6 +675,12 @@ q8yloop:
 q8ydone:
 	RET
 
+// YSPLAT(imm, X, Y): the dword imm in every lane of Y (X is Y's low half).
+#define YSPLAT(imm, X, Y) \
+	MOVL   imm, AX; \
+	VMOVD  AX, X; \
+	VPBROADCASTD X, Y
+
 // YK4OUT(L, D, M, out): the eight levels in the dwords of L, converted,
 // multiplied by D, less M (two roundings, as k4BlocksSSE2), stored at out.
 #define YK4OUT(L, D, M, out) \
@@ -683,24 +689,9 @@ q8ydone:
 	VSUBPS M, L, L; \
 	VMOVUPS L, (out)(DI)
 
-// func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int)
-// k4BlocksSSE2 eight elements per instruction: each 8 bytes of qs
-// zero-extended to dwords give eight low nibbles (masked) and the eight high
-// ones (shifted).
-TEXT ·k4BlocksAVX2(SB), NOSPLIT, $0-40
-	MOVQ   dst+0(FP), DI
-	MOVQ   qs+8(FP), SI
-	MOVQ   stride+16(FP), R8
-	MOVQ   dm+24(FP), DX
-	MOVQ   n+32(FP), CX
-	TESTQ  CX, CX
-	JLE    k4ydone
-	MOVL   $15, AX
-	VMOVD  AX, X15
-	VPBROADCASTD X15, Y15
-
 // YK4(in, out): elements out/4.. (low nibbles of the 8 bytes at in) and
-// out/4+32.. (their high nibbles).
+// out/4+32.. (their high nibbles): each 8 bytes of qs zero-extended to
+// dwords give eight low nibbles (masked) and the eight high ones (shifted).
 #define YK4(in, out) \
 	VPMOVZXBD in(SI), Y0; \
 	VPSRLD $4, Y0, Y1; \
@@ -708,49 +699,19 @@ TEXT ·k4BlocksAVX2(SB), NOSPLIT, $0-40
 	YK4OUT(Y0, Y9, Y10, out); \
 	YK4OUT(Y1, Y11, Y12, out+128)
 
-#define YK4SUB(j) \
+// YKSCALES(j): sub-blocks 2j and 2j+1's d·sc and dmin·m in Y9..Y12.
+#define YKSCALES(j) \
 	VBROADCASTSS (16*j)(DX), Y9; \
 	VBROADCASTSS (16*j+4)(DX), Y10; \
 	VBROADCASTSS (16*j+8)(DX), Y11; \
-	VBROADCASTSS (16*j+12)(DX), Y12; \
+	VBROADCASTSS (16*j+12)(DX), Y12
+
+#define YK4SUB(j) \
+	YKSCALES(j); \
 	YK4(32*j, 256*j); \
 	YK4(32*j+8, 256*j+32); \
 	YK4(32*j+16, 256*j+64); \
 	YK4(32*j+24, 256*j+96)
-
-k4yblk:
-	YK4SUB(0)
-	YK4SUB(1)
-	YK4SUB(2)
-	YK4SUB(3)
-	ADDQ   R8, SI
-	ADDQ   $64, DX
-	ADDQ   $1024, DI
-	DECQ   CX
-	JNZ    k4yblk
-	VZEROUPPER
-
-k4ydone:
-	RET
-
-// func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
-// k4BlocksAVX2 for q5_K: bit 2j (low nibbles) or 2j+1 (high nibbles) of
-// qh[l] is bit 4 of the level.
-TEXT ·k5BlocksAVX2(SB), NOSPLIT, $0-48
-	MOVQ   dst+0(FP), DI
-	MOVQ   qs+8(FP), SI
-	MOVQ   qh+16(FP), BX
-	MOVQ   stride+24(FP), R8
-	MOVQ   dm+32(FP), DX
-	MOVQ   n+40(FP), CX
-	TESTQ  CX, CX
-	JLE    k5ydone
-	MOVL   $15, AX
-	VMOVD  AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL   $16, AX
-	VMOVD  AX, X14
-	VPBROADCASTD X14, Y14
 
 // YK5(in, hin, j, out): YK4 with bit 4 of each level from the qh bytes at
 // hin: bit 2j of the byte for the low nibbles, bit 2j+1 for the high ones.
@@ -770,14 +731,27 @@ TEXT ·k5BlocksAVX2(SB), NOSPLIT, $0-48
 	YK4OUT(Y1, Y11, Y12, out+128)
 
 #define YK5SUB(j) \
-	VBROADCASTSS (16*j)(DX), Y9; \
-	VBROADCASTSS (16*j+4)(DX), Y10; \
-	VBROADCASTSS (16*j+8)(DX), Y11; \
-	VBROADCASTSS (16*j+12)(DX), Y12; \
+	YKSCALES(j); \
 	YK5(32*j, 0, j, 256*j); \
 	YK5(32*j+8, 8, j, 256*j+32); \
 	YK5(32*j+16, 16, j, 256*j+64); \
 	YK5(32*j+24, 24, j, 256*j+96)
+
+// func kBlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+// k4BlocksSSE2 (qh nil) or k5BlocksSSE2, eight elements per instruction.
+TEXT ·kBlocksAVX2(SB), NOSPLIT, $0-48
+	MOVQ   dst+0(FP), DI
+	MOVQ   qs+8(FP), SI
+	MOVQ   qh+16(FP), BX
+	MOVQ   stride+24(FP), R8
+	MOVQ   dm+32(FP), DX
+	MOVQ   n+40(FP), CX
+	TESTQ  CX, CX
+	JLE    kydone
+	YSPLAT($15, X15, Y15)
+	YSPLAT($16, X14, Y14)
+	TESTQ  BX, BX
+	JZ     k4yblk
 
 k5yblk:
 	YK5SUB(0)
@@ -790,9 +764,23 @@ k5yblk:
 	ADDQ   $1024, DI
 	DECQ   CX
 	JNZ    k5yblk
+	JMP    kyend
+
+k4yblk:
+	YK4SUB(0)
+	YK4SUB(1)
+	YK4SUB(2)
+	YK4SUB(3)
+	ADDQ   R8, SI
+	ADDQ   $64, DX
+	ADDQ   $1024, DI
+	DECQ   CX
+	JNZ    k4yblk
+
+kyend:
 	VZEROUPPER
 
-k5ydone:
+kydone:
 	RET
 
 // Shift counts 0..31 in dwords: lane k of the vector at byte 4e counts e+k.
@@ -857,12 +845,8 @@ TEXT ·legacyBlocksAVX2(SB), NOSPLIT, $0-72
 	JLE    lgdone
 	VMOVD  AX, X13
 	VPBROADCASTD X13, Y13
-	MOVL   $15, AX
-	VMOVD  AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL   $16, AX
-	VMOVD  AX, X14
-	VPBROADCASTD X14, Y14
+	YSPLAT($15, X15, Y15)
+	YSPLAT($16, X14, Y14)
 
 lgblk:
 	VBROADCASTSS (DX), Y7

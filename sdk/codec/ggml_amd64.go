@@ -167,15 +167,11 @@ func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n
 //go:noescape
 func q8BlocksAVX2(dst *float32, src *byte, ds *float32, n int)
 
-// k4BlocksAVX2 is k4BlocksSSE2, eight elements per instruction.
+// kBlocksAVX2 is k4BlocksSSE2 when qh is nil and k5BlocksSSE2 otherwise,
+// eight elements per instruction.
 //
 //go:noescape
-func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int)
-
-// k5BlocksAVX2 is k5BlocksSSE2, eight elements per instruction.
-//
-//go:noescape
-func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
+func kBlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
 
 // q41BlockSSE2 quantizes one q4_1 block on the fast path (see there); ok
 // false sends the block through the Go code.

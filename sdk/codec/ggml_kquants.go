@@ -662,7 +662,7 @@ func decodeQ4_K(dst []float32, src []byte) {
 			n := min(16, len(dst)/256, len(src)/144)
 			k4ScalesMins(&dm, src, 144, n)
 			if useAVX2 {
-				k4BlocksAVX2(&dst[0], &src[16], 144, &dm[0], n)
+				kBlocksAVX2(&dst[0], &src[16], nil, 144, &dm[0], n)
 			} else {
 				k4BlocksSSE2(&dst[0], &src[16], 144, &dm[0], n)
 			}
@@ -729,7 +729,7 @@ func decodeQ5_K(dst []float32, src []byte) {
 			n := min(16, len(dst)/256, len(src)/176)
 			k4ScalesMins(&dm, src, 176, n)
 			if useAVX2 {
-				k5BlocksAVX2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
+				kBlocksAVX2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
 			} else {
 				k5BlocksSSE2(&dst[0], &src[48], &src[16], 176, &dm[0], n)
 			}

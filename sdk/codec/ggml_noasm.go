@@ -118,11 +118,7 @@ func q8BlocksAVX2(dst *float32, src *byte, ds *float32, n int) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
-func k4BlocksAVX2(dst *float32, qs *byte, stride int, dm *float32, n int) {
-	panic("codec: no AVX2 kernels on this platform")
-}
-
-func k5BlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
+func kBlocksAVX2(dst *float32, qs, qh *byte, stride int, dm *float32, n int) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
