@@ -79,7 +79,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	r := &runner{opts: opts, cpu: semaphore.NewWeighted(int64(opts.Workers)), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))), files: map[string]*os.File{}}
+	r := &runner{opts: opts, cpu: newCPUGate(opts.Workers), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))), files: map[string]*os.File{}}
 	defer r.closeFiles()
 
 	begun := make([]*plan.SinkPlan, 0, len(pl.Sinks))
@@ -172,7 +172,7 @@ func samePath(a, b string) bool {
 
 type runner struct {
 	opts Options
-	cpu  *semaphore.Weighted
+	cpu  *cpuGate
 	heap *semaphore.Weighted
 
 	mu    sync.Mutex
@@ -206,10 +206,9 @@ func (r *runner) file(p string) (*os.File, error) {
 func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(2*r.opts.Workers + 2)
-	for _, t := range trees {
-		t := t
+	for rank, t := range trees {
 		g.Go(func() error {
-			if err := r.runTree(ctx, t); err != nil {
+			if err := r.runTree(ctx, t, rank); err != nil {
 				if ctx.Err() != nil && !isOwnError(err) {
 					return ctx.Err()
 				}
@@ -340,7 +339,9 @@ func lcm(a, b *big.Int) *big.Int {
 }
 
 // runTree streams one source tensor to every leaf of its tree.
-func (r *runner) runTree(ctx context.Context, t *plan.Tree) error {
+// rank is the tree's place in the run: the lower, the sooner its ops get a
+// core (cpuGate).
+func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
 	slot := uint64(r.opts.Arena.SlotSize())
 	lay := planLayout(t, slot)
 	g, ctx := errgroup.WithContext(ctx)
@@ -371,9 +372,9 @@ func (r *runner) runTree(ctx context.Context, t *plan.Tree) error {
 		return err
 	}
 	if lay.chunk == 0 {
-		g.Go(func() error { return r.runWhole(ctx, t, streamLeaves) })
+		g.Go(func() error { return r.runWhole(ctx, t, streamLeaves, rank) })
 	} else {
-		g.Go(func() error { return r.runStream(ctx, t, lay, streamLeaves) })
+		g.Go(func() error { return r.runStream(ctx, t, lay, streamLeaves, rank) })
 	}
 	err := g.Wait()
 	if err == nil {
@@ -510,7 +511,7 @@ func feedsOf(t *plan.Tree, rootLeaves []plan.Leaf) []*leafFeed {
 
 // runStream processes a tree chunk by chunk: a reader, workers applying ops
 // in parallel, and an emitter delivering chunks to each sink in order.
-func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLeaves []plan.Leaf) error {
+func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLeaves []plan.Leaf, rank int) error {
 	feeds := feedsOf(t, rootLeaves)
 	chunks := (t.Tensor.Size + lay.chunk - 1) / lay.chunk
 	workers := 1
@@ -585,7 +586,7 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 			defer wg.Done()
 			for b := range in {
 				b.out = map[*plan.Node]*plugin.Chunk{}
-				b.err = r.apply(ctx, pool, t.Root, b.root, b)
+				b.err = r.apply(ctx, pool, t.Root, b.root, b, rank)
 				select {
 				case out <- b:
 				case <-ctx.Done():
@@ -655,8 +656,9 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	return g.Wait()
 }
 
-// apply computes every child of node from its chunk, recursively.
-func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, in *plugin.Chunk, b *bundle) error {
+// apply computes every child of node from its chunk, recursively, its ops
+// taking a core at the tree's rank.
+func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, in *plugin.Chunk, b *bundle, rank int) error {
 	for _, c := range node.Children {
 		inUnit, outUnit := c.Op.UnitBytes()
 		units := uint64(len(in.Data)) / inUnit
@@ -669,17 +671,17 @@ func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, 
 		}
 		dst.Data = dst.Data[:units*outUnit]
 		dst.Offset = in.Offset / inUnit * outUnit
-		if err := r.cpu.Acquire(ctx, 1); err != nil {
+		if err := r.cpu.Acquire(ctx, rank); err != nil {
 			dst.Release()
 			return err
 		}
 		err = c.Op.Apply(dst.Data, in.Data)
-		r.cpu.Release(1)
+		r.cpu.Release()
 		b.out[c] = dst
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Op, err)
 		}
-		if err := r.apply(ctx, pool, c, dst, b); err != nil {
+		if err := r.apply(ctx, pool, c, dst, b, rank); err != nil {
 			return err
 		}
 	}
@@ -699,7 +701,7 @@ func budgetFor(need uint64, quarters uint64) string {
 
 // runWhole processes a tree whose ops need the whole tensor at once, in heap
 // memory taken from the byte budget.
-func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.Leaf) error {
+func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.Leaf, rank int) error {
 	need := t.Root.Size
 	var walk func(n *plan.Node)
 	walk = func(n *plan.Node) {
@@ -748,11 +750,11 @@ func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.L
 	compute = func(n *plan.Node) error {
 		for _, c := range n.Children {
 			dst := make([]byte, c.Size)
-			if err := r.cpu.Acquire(ctx, 1); err != nil {
+			if err := r.cpu.Acquire(ctx, rank); err != nil {
 				return err
 			}
 			err := c.Op.Apply(dst, bufs[n])
-			r.cpu.Release(1)
+			r.cpu.Release()
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Op, err)
 			}

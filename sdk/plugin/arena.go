@@ -30,7 +30,13 @@ type Arena struct {
 	free     []uint32
 	closed   bool
 	reserved int
+	// waiting holds the Reserve calls that wait, in the order they came;
+	// only the first may take slots.
+	waiting []*reservation
 }
+
+// reservation is one waiting Reserve call.
+type reservation struct{ n int }
 
 // NewArena creates an arena of slots × slotSize bytes backed by anonymous
 // shared memory.
@@ -115,15 +121,22 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 	defer stop()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for len(a.free) < n {
+	r := &reservation{n: n}
+	a.waiting = append(a.waiting, r)
+	for a.waiting[0] != r || len(a.free) < n {
+		err := ctx.Err()
 		if a.closed {
-			return nil, ErrArenaClosed
+			err = ErrArenaClosed
 		}
-		if err := ctx.Err(); err != nil {
+		if err != nil {
+			a.leave(r)
 			return nil, err
 		}
 		a.cond.Wait()
 	}
+	a.waiting = a.waiting[1:]
+	// The next in line may fit in what is left.
+	a.cond.Broadcast()
 	p := &Pool{arena: a, slots: make(chan uint32, n), size: n}
 	for i := 0; i < n; i++ {
 		p.slots <- a.free[len(a.free)-1]
@@ -131,6 +144,18 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 	}
 	a.reserved += n
 	return p, nil
+}
+
+// leave takes a reservation that gave up out of the line, and wakes the
+// others: the one behind it may now be first.
+func (a *Arena) leave(r *reservation) {
+	for i, w := range a.waiting {
+		if w == r {
+			a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+			break
+		}
+	}
+	a.cond.Broadcast()
 }
 
 // Free returns the number of slots not reserved by any pool.
