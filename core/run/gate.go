@@ -13,8 +13,9 @@ import (
 // flight the earliest gets the cores first and finishes first: tensors are
 // then completed about in the order the sinks lay them out, and a sink's
 // digest, which follows its file from the start, hashes during the run
-// instead of after the last tensor (with FIFO grants the second tensor of a
-// run shared the cores with every later one and was done last).
+// instead of after the last tensor. (With first-come grants every tensor in
+// flight got an even share of the cores, so a large early one, such as the
+// embedding, was done last.)
 type cpuGate struct {
 	mu      sync.Mutex
 	free    int

@@ -35,7 +35,7 @@ type Arena struct {
 	waiting []*reservation
 }
 
-// reservation is one waiting Reserve call.
+// reservation is one waiting Reserve call, for n slots.
 type reservation struct{ n int }
 
 // NewArena creates an arena of slots × slotSize bytes backed by anonymous
@@ -123,7 +123,7 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 	defer a.mu.Unlock()
 	r := &reservation{n: n}
 	a.waiting = append(a.waiting, r)
-	for a.waiting[0] != r || len(a.free) < n {
+	for a.waiting[0] != r || len(a.free) < r.n {
 		err := ctx.Err()
 		if a.closed {
 			err = ErrArenaClosed
