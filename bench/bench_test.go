@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-ml/sluice/plugins/gguf"
+	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
 // TestVocabGGUFIsThePeersFile checks the 150k-vocabulary GGUF: 19 keys, 300
@@ -106,4 +107,53 @@ func holdMemory() {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	b[len(b)-1] = 2
+}
+
+// TestKernelRateIsTheMedianPass checks that the quantizer limit is the
+// median of its passes, as the scenarios it is compared with are, and not
+// the fastest.
+func TestKernelRateIsTheMedianPass(t *testing.T) {
+	pass := func(r float64) measurement { return measurement{rate: r} }
+	if got := medianPass([]measurement{pass(3), pass(1), pass(2)}).rate; got != 2 {
+		t.Errorf("median of 3, 1, 2 = %v, want 2", got)
+	}
+	if got := medianPass([]measurement{pass(4), pass(1), pass(3), pass(2)}).rate; got != 2 {
+		t.Errorf("median of 4, 1, 3, 2 = %v, want 2 (the slower middle one)", got)
+	}
+}
+
+// TestKernelRateCountsTheConvertingThreads times a conversion on one and on
+// two goroutines at once: each counts the CPU time of the threads that
+// converted, so two copies take about twice the CPU time of one, and the
+// rate is per core whatever the copies.
+func TestKernelRateCountsTheConvertingThreads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sample.bin")
+	data := make([]byte, 32<<20)
+	for i := range data {
+		data[i] = byte(i * 7) // bf16 values of every exponent
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ms [3]measurement
+	for _, copies := range []int{1, 2} {
+		m, err := kernelRate(path, tensor.BF16, tensor.Q8_0, copies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A thread's CPU time of 0 would give n / 1 ns.
+		if m.cpu <= 0 || m.rate <= 0 || m.rate > 1e11 {
+			t.Fatalf("%d copies: cpu %v, rate %.3g elements/s", copies, m.cpu, m.rate)
+		}
+		ms[copies] = m
+	}
+	if ms[2].cpu < ms[1].cpu*13/10 {
+		t.Errorf("two copies took %v of CPU, one %v: the second thread was not counted", ms[2].cpu, ms[1].cpu)
+	}
+	if r := ms[2].rate / ms[1].rate; r < 0.3 || r > 3 {
+		t.Errorf("rate per core %.3g with two copies, %.3g with one", ms[2].rate, ms[1].rate)
+	}
+	if _, err := kernelRate(path, tensor.BF16, tensor.DType("nope"), 1); err == nil {
+		t.Error("an unknown dtype was timed")
+	}
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-ml/sluice/sdk/codec"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -37,9 +43,12 @@ func hashFile(path string) (measurement, error) {
 const kernelSample = 32 << 20
 
 // kernelRate times our own codec converting a piece of a checkpoint's
-// tensor data from one dtype to another on one goroutine. The rate is in
-// elements per second of wall time.
-func kernelRate(path string, from, to tensor.DType) (measurement, error) {
+// tensor data from one dtype to another, on one goroutine per copy: copies
+// 1 is one core's rate with the others idle; copies = the cores is the rate
+// of each core when all of them convert at once, which shared caches,
+// memory and clocks make lower. The rate is in elements per CPU second of
+// the converting threads.
+func kernelRate(path string, from, to tensor.DType, copies int) (measurement, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return measurement{}, err
@@ -68,26 +77,79 @@ func kernelRate(path string, from, to tensor.DType) (measurement, error) {
 	if err != nil {
 		return measurement{}, err
 	}
-	dst := make([]byte, dn)
-	// A first pass touches dst and warms caches; the timed passes that follow
-	// measure the kernel alone. The rate is per CPU second of this process
-	// (the kernel runs on one goroutine), so other load on the machine does
-	// not lower it; the wall time is kept too.
-	if err := codec.Convert(from, to, dst, src, n); err != nil {
-		return measurement{}, fmt.Errorf("%s → %s: %w", from, to, err)
+	// Each copy converts its own source into its own destination, so no two
+	// threads share a cache line.
+	srcs, dsts := make([][]byte, copies), make([][]byte, copies)
+	for i := range copies {
+		srcs[i], dsts[i] = slices.Clone(src), make([]byte, dn)
 	}
-	var best measurement
-	for range 3 {
-		c0 := processCPU()
-		start := time.Now()
-		codec.Convert(from, to, dst, src, n)
-		m := measurement{wall: time.Since(start), cpu: processCPU() - c0}
-		m.rate = float64(n) / max(m.cpu.Seconds(), 1e-9)
-		if m.rate > best.rate {
-			best = m
+	// A first pass touches dst and warms caches; the timed passes that follow
+	// measure the kernel alone. The rate is per CPU second of the threads
+	// that convert, so other load on the machine does not lower it; the wall
+	// time is kept too. The rate is the median pass, not the fastest: a
+	// scenario is timed once per round, and the fastest of three passes
+	// would compare it with the kernel's best moment (passes of a quarter
+	// second vary by ±15 % on a shared machine).
+	var passes [kernelPasses]measurement
+	for i := -1; i < len(passes); i++ {
+		m, err := convertAtOnce(from, to, dsts, srcs, n)
+		if err != nil {
+			return measurement{}, err
+		}
+		if i >= 0 {
+			passes[i] = m
 		}
 	}
-	return best, nil
+	return medianPass(passes[:]), nil
+}
+
+// convertAtOnce converts every src to its dst at the same time, one
+// goroutine locked to its thread each, and returns the wall time, the
+// threads' CPU time, and the elements converted per CPU second.
+func convertAtOnce(from, to tensor.DType, dsts, srcs [][]byte, n int) (measurement, error) {
+	cpus := make([]time.Duration, len(srcs))
+	var g errgroup.Group
+	var ready, start sync.WaitGroup
+	ready.Add(len(srcs))
+	start.Add(1)
+	for i := range srcs {
+		g.Go(func() error {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ready.Done()
+			start.Wait()
+			c0 := threadCPU()
+			err := codec.Convert(from, to, dsts[i], srcs[i], n)
+			cpus[i] = threadCPU() - c0
+			if err != nil {
+				return fmt.Errorf("%s → %s: %w", from, to, err)
+			}
+			return nil
+		})
+	}
+	ready.Wait()
+	t0 := time.Now()
+	start.Done()
+	if err := g.Wait(); err != nil {
+		return measurement{}, err
+	}
+	m := measurement{wall: time.Since(t0)}
+	for _, c := range cpus {
+		m.cpu += c
+	}
+	m.rate = float64(n*len(srcs)) / max(m.cpu.Seconds(), 1e-9)
+	return m, nil
+}
+
+// kernelPasses is how many timed passes kernelRate makes.
+const kernelPasses = 3
+
+// medianPass returns the pass of median rate (of an even count, the
+// slower of the middle two).
+func medianPass(passes []measurement) measurement {
+	sorted := slices.Clone(passes)
+	slices.SortFunc(sorted, func(a, b measurement) int { return cmp.Compare(a.rate, b.rate) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 // processCPU returns this process's user+system time.

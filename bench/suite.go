@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/sluice-ml/sluice/sdk/bytesize"
@@ -51,7 +52,7 @@ type suite struct {
 	only      *regexp.Regexp
 	inputs    inputs
 	items     []*item
-	kernels   map[[2]tensor.DType]*item
+	kernels   map[kernelKey]*item
 	loadStart string
 	loadEnd   string
 	// cleanAfter empties an item's output directory after each run, to keep
@@ -334,39 +335,53 @@ func (s *suite) outputElems(path string) (map[tensor.DType]uint64, error) {
 	return elems, nil
 }
 
-// addKernels adds, for every dtype a quantizing scenario wrote, an item
-// timing our own quantizer on one core (once per pair of dtypes).
+// kernelKey names a quantizer limit: a conversion, timed on one core alone
+// (copies 1) or on every core at once (copies = the cores).
+type kernelKey struct {
+	from, to tensor.DType
+	copies   int
+}
+
+// addKernels adds, for every dtype a quantizing scenario wrote, items
+// timing our own quantizer on one core alone and, on a machine of more
+// than one core, on every core at once (once per pair of dtypes).
 func (s *suite) addKernels(it *item) {
 	if s.kernels == nil {
-		s.kernels = map[[2]tensor.DType]*item{}
+		s.kernels = map[kernelKey]*item{}
 	}
 	sample := s.inputs.bf16File
 	if it.srcDType == tensor.F16 {
 		sample = s.inputs.f16GGUF
 	}
 	for dt := range it.elems {
-		key := [2]tensor.DType{it.srcDType, dt}
-		if _, ok := s.kernels[key]; ok || dt == it.srcDType {
-			continue
+		for _, copies := range slices.Compact([]int{1, s.cores}) {
+			key := kernelKey{it.srcDType, dt, copies}
+			if _, ok := s.kernels[key]; ok || dt == it.srcDType {
+				continue
+			}
+			name := fmt.Sprintf("quantizer %s → %s, 1 core", it.srcDType, dt)
+			if copies > 1 {
+				name = fmt.Sprintf("quantizer %s → %s, each of %d cores at once", it.srcDType, dt, copies)
+			}
+			k := &item{name: name, group: "kernel"}
+			k.kernel = func() (measurement, error) { return kernelRate(sample, key.from, key.to, key.copies) }
+			s.kernels[key] = k
+			s.items = append(s.items, k)
 		}
-		k := &item{name: fmt.Sprintf("quantizer %s → %s, 1 core", it.srcDType, dt), group: "kernel"}
-		from, to := it.srcDType, dt
-		k.kernel = func() (measurement, error) { return kernelRate(sample, from, to) }
-		s.kernels[key] = k
-		s.items = append(s.items, k)
 	}
 }
 
 // quantLimit returns the wall time the scenario's quantizers alone would
 // take on every core: the sum, over the dtypes written, of the elements
-// divided by our single-threaded rate, divided by the cores.
-func (s *suite) quantLimit(it *item) (time.Duration, bool) {
+// divided by our single-threaded rate (measured on one core alone, copies
+// 1, or on every core at once), divided by the cores.
+func (s *suite) quantLimit(it *item, copies int) (time.Duration, bool) {
 	var secs float64
 	for dt, n := range it.elems {
 		if dt == it.srcDType {
 			continue
 		}
-		k := s.kernels[[2]tensor.DType{it.srcDType, dt}]
+		k := s.kernels[kernelKey{it.srcDType, dt, copies}]
 		if k == nil || k.sum.rate == 0 {
 			return 0, false
 		}
