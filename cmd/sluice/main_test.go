@@ -24,8 +24,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(plugin.Handshake.MagicCookieKey) != "" && len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Runs add the inputs they hash to the user's input digest cache: keep
+	// the tests' own, and out of the user's.
+	cache, err := os.MkdirTemp("", "sluice-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
 	cleanupFixtures()
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 

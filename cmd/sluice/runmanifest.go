@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-ml/sluice/core/digestcache"
 	"github.com/sluice-ml/sluice/core/run"
 	"github.com/sluice-ml/sluice/sdk/bytesize"
 )
@@ -18,6 +19,7 @@ type runFlags struct {
 	partition     string
 	manifest      bool
 	fsync         bool
+	digestCache   bool
 }
 
 func (rf *runFlags) add(cmd *cobra.Command) {
@@ -26,6 +28,8 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&rf.partition, "partition", "",
 		"run partition `INDEX/COUNT` of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; sluice finalize completes the run")
 	cmd.Flags().BoolVar(&rf.manifest, "run-manifest", true, "write NAME.sluice-run.json beside each sink's outputs")
+	cmd.Flags().BoolVar(&rf.digestCache, "digest-cache", true,
+		"take the SHA-256 of an input the run manifest records from the user's input digest cache when the file has the size and time it was hashed at, and add the inputs this run hashes to it (docs/operations.md)")
 	cmd.Flags().BoolVar(&rf.fsync, "fsync", true,
 		"sync every output before renaming it into place; false still never leaves a half-written file under an output's name when sluice is killed, but a crash of the machine may (for outputs that are uploaded or thrown away at once)")
 }
@@ -99,11 +103,16 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		runPlan = asg.Restrict(pr.pl, part.Index)
 	}
 	var rec *run.Recorder
+	var store *digestcache.Cache
 	if pv != nil {
 		// Input hashing stops with a failed run.
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, run.Cache(pr.p))
+		cache := run.Cache(pr.p)
+		if rf.digestCache {
+			store = a.openDigestCache(cache)
+		}
+		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, cache)
 		if !rf.fsync {
 			rec.SkipFsync()
 		}
@@ -117,9 +126,55 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		if manifests, err = rec.Finish(res); err != nil {
 			return err
 		}
+		if store != nil {
+			a.saveDigestCache(store, rec)
+		}
 	}
 	a.printResult(res, manifests, part)
 	return nil
+}
+
+// openDigestCache loads the user's input digest cache and adds its entries
+// to cache, where the manifests beside the outputs have recorded none. A
+// cache that cannot be read is reported and replaced on save; one whose
+// place is unknown (no home directory) is skipped.
+func (a *app) openDigestCache(cache run.DigestCache) *digestcache.Cache {
+	path, err := digestcache.DefaultPath()
+	if err != nil {
+		a.warn(fmt.Errorf("%w; inputs are hashed without it", err))
+		return nil
+	}
+	store, err := digestcache.Load(path)
+	if err != nil {
+		a.warn(err)
+	}
+	for p, e := range store.Files {
+		if _, ok := cache[p]; !ok {
+			cache[p] = run.FileRecord{Path: p, Size: e.Size, SHA256: e.SHA256, ModTime: e.ModTime}
+		}
+	}
+	return store
+}
+
+// saveDigestCache adds the digests of the run's inputs to the cache. The
+// run has succeeded by then: a cache that cannot be written is reported,
+// not an error.
+func (a *app) saveDigestCache(store *digestcache.Cache, rec *run.Recorder) {
+	inputs, err := rec.Inputs()
+	if err != nil {
+		return
+	}
+	for _, r := range inputs {
+		store.Record(r.Path, digestcache.Entry{Size: r.Size, ModTime: r.ModTime, SHA256: r.SHA256})
+	}
+	if err := store.Save(); err != nil {
+		a.warn(fmt.Errorf("%w (--digest-cache=false runs without it)", err))
+	}
+}
+
+// warn reports a problem that does not fail the command.
+func (a *app) warn(err error) {
+	fmt.Fprintf(a.stderr, "sluice: warning: %v\n", err)
 }
 
 // printResult reports what a run or a finalize wrote.

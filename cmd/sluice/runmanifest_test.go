@@ -428,3 +428,103 @@ sink "apr" "apr" {
 		})
 	}
 }
+
+// A second conversion of a checkpoint, by another pipeline to another
+// output, takes the input's digest from the user's input digest cache
+// instead of reading the file: the test changes the input's bytes but keeps
+// its size and time, which only a digest from the cache misses. With
+// --digest-cache=false the run reads the file.
+func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
+	model := copySample(t, filepath.Join(t.TempDir(), "model"))
+	input := filepath.Join(model, "model-00002-of-00002.safetensors")
+	before := fileSHA256(t, input)
+	dir := t.TempDir()
+	pipeline := func(name, sink, out string) string {
+		p := filepath.Join(dir, name+".hcl")
+		src := fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink %q \"out\" {\n  input = source.in\n  path  = %q\n}\n", input, sink, out)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	recorded := func(out string) string {
+		m := readRunManifest(t, out+run.ManifestSuffix)
+		for _, r := range m.Inputs {
+			if r.Path == input {
+				return r.SHA256
+			}
+		}
+		t.Fatalf("%s: no record of %s in %+v", out, input, m.Inputs)
+		return ""
+	}
+
+	first := filepath.Join(dir, "first", "model.safetensors")
+	mustRun(t, "run", pipeline("first", "safetensors", first), "--quiet")
+	if got := recorded(first); got != before {
+		t.Fatalf("the first run recorded %s, the file's SHA-256 is %s", got, before)
+	}
+	if _, err := os.Stat(filepath.Join(cacheHome, "sluice", "input-digests.json")); err != nil {
+		t.Fatalf("no input digest cache after the first run: %v", err)
+	}
+
+	// Change a byte of the tensor data; keep the size and the time.
+	fi, err := os.Stat(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0x01
+	if err := os.WriteFile(input, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(input, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after := fileSHA256(t, input)
+
+	second := filepath.Join(dir, "second", "model.gguf")
+	mustRun(t, "run", pipeline("second", "gguf", second), "--quiet")
+	if got := recorded(second); got != before {
+		t.Errorf("another pipeline recorded %s; the cache held %s (the file now hashes to %s)", got, before, after)
+	}
+	third := filepath.Join(dir, "third", "model.gguf")
+	mustRun(t, "run", pipeline("third", "gguf", third), "--quiet", "--digest-cache=false")
+	if got := recorded(third); got != after {
+		t.Errorf("with --digest-cache=false the run recorded %s, the file hashes to %s", got, after)
+	}
+}
+
+// A damaged input digest cache is reported, does not fail the run, and is
+// replaced by one that holds the run's inputs.
+func TestDamagedInputDigestCacheIsReplaced(t *testing.T) {
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
+	cacheFile := filepath.Join(cacheHome, "sluice", "input-digests.json")
+	if err := os.MkdirAll(filepath.Dir(cacheFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cacheFile, []byte(`{"version": 1, "files": {`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := copySample(t, filepath.Join(t.TempDir(), "model"))
+	p := filepath.Join(t.TempDir(), "p.hcl")
+	out := filepath.Join(t.TempDir(), "out.safetensors")
+	src := fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink \"safetensors\" \"out\" {\n  input = source.in\n  path  = %q\n}\n", filepath.Join(model, "model-00002-of-00002.safetensors"), out)
+	os.WriteFile(p, []byte(src), 0o644)
+	_, stderr, code := sluice(t, "run", p, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "warning") || !strings.Contains(stderr, cacheFile) {
+		t.Errorf("the damaged cache was not reported:\n%s", stderr)
+	}
+	b, err := os.ReadFile(cacheFile)
+	if err != nil || !bytes.Contains(b, []byte(filepath.Join(model, "model-00002-of-00002.safetensors"))) {
+		t.Errorf("the cache was not replaced: %v\n%s", err, b)
+	}
+}

@@ -109,6 +109,10 @@ func (r *Recorder) Finish(res *Result) ([]string, error) {
 	return written, nil
 }
 
+// Inputs returns the records of the run's inputs, once they are all
+// recorded (Finish waits for them too).
+func (r *Recorder) Inputs() ([]FileRecord, error) { return r.inputs.Wait() }
+
 // Cache gathers the input digests the existing manifests of p's sinks
 // recorded (whole-run and partition manifests alike), for a new run to
 // reuse.
