@@ -66,6 +66,7 @@ type common struct {
 	quiet                            float64
 	maxWait                          time.Duration
 	noF16                            bool
+	digestCache                      string
 }
 
 func (c *common) flags(fs *flag.FlagSet, runs int, only string) {
@@ -77,6 +78,8 @@ func (c *common) flags(fs *flag.FlagSet, runs int, only string) {
 	fs.IntVar(&c.runs, "runs", runs, "measured runs per item (after one warm-up run)")
 	fs.Float64Var(&c.quiet, "quiet", 0.3, "start each run once other processes use fewer cores than this…")
 	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Second, "…or after waiting this long")
+	fs.StringVar(&c.digestCache, "digest-cache", "warm",
+		"sluice's input digest cache, a directory of the bench's, emptied when the bench starts: warm keeps the digests the warm-up round computed, as in every conversion of a checkpoint after its first; cold empties it before every run, so every run hashes its inputs, as a first conversion does")
 	fs.BoolVar(&c.noF16, "no-f16", false, "skip the f16 GGUF re-quantization scenario (saves generating a second checkpoint)")
 }
 
@@ -84,6 +87,16 @@ func (c *common) flags(fs *flag.FlagSet, runs int, only string) {
 func (c *common) newSuite(size uint64) (*suite, error) {
 	s := &suite{dir: filepath.Join(c.dir, strings.ReplaceAll(humanBytes(size), " ", "")), size: size, maxMemory: c.maxMemory,
 		cores: defaultCores(), quiet: c.quiet, maxWait: c.maxWait, sluice: c.sluice}
+	if c.digestCache != "warm" && c.digestCache != "cold" {
+		return nil, fmt.Errorf("-digest-cache %q: warm or cold", c.digestCache)
+	}
+	// Every sluice process the bench starts inherits the cache's place, so
+	// no run reads or fills the user's own cache.
+	s.cacheDir, s.coldCache = filepath.Join(c.dir, "digest-cache"), c.digestCache == "cold"
+	if err := os.RemoveAll(s.cacheDir); err != nil {
+		return nil, err
+	}
+	os.Setenv("XDG_CACHE_HOME", s.cacheDir)
 	if c.only != "" {
 		re, err := regexp.Compile(c.only)
 		if err != nil {

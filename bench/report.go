@@ -40,6 +40,12 @@ func met(ok bool) string {
 func (s *suite) report(w io.Writer, runs int, command string) {
 	fmt.Fprintf(w, "### %s checkpoint (bf16, llama-shaped), %d runs per row, medians\n\n", humanBytes(s.size), runs)
 	fmt.Fprintf(w, "Command: `%s`. Load average %s at the start, %s at the end.\n\n", command, s.loadStart, s.loadEnd)
+	if s.coldCache {
+		fmt.Fprintln(w, "Input digest cache cold: every run hashes its inputs for its run manifest, as a first conversion does.")
+	} else {
+		fmt.Fprintln(w, "Input digest cache warm: runs take their inputs' digests from the cache the warm-up round filled, as every conversion of a checkpoint after its first does (rows with a run manifest still hash every output).")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | plugins | GB/s of input | wall, median [min–max] | CPU s | peak RSS, sluice | peak RSS, largest process | peak RSS, process tree | peak PSS, process tree | other load, cores |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, it := range s.items {

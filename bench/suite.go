@@ -58,6 +58,10 @@ type suite struct {
 	// cleanAfter empties an item's output directory after each run, to keep
 	// the disk free when checkpoints are large.
 	cleanAfter bool
+	// cacheDir is sluice's cache directory in every run (XDG_CACHE_HOME);
+	// coldCache empties it before each run.
+	cacheDir  string
+	coldCache bool
 }
 
 // inputs are the generated files of one size.
@@ -266,6 +270,9 @@ func (s *suite) runOnce(it *item) (measurement, error) {
 	if it.kernel != nil {
 		waitQuiet(s.quiet, s.maxWait)
 		return it.kernel()
+	}
+	if s.coldCache {
+		os.RemoveAll(s.cacheDir)
 	}
 	// Start from clean page-cache state: no dirty pages of earlier runs.
 	exec.Command("sync").Run()
