@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +33,10 @@ import (
 
 // MaxEntries is the most files a cache holds.
 const MaxEntries = 4096
+
+// maxFileSize is the largest cache file Load reads: MaxEntries entries take
+// about 1.5 MiB with paths of 200 bytes.
+const maxFileSize = 16 << 20
 
 // fileVersion is the version of the file's format.
 const fileVersion = 1
@@ -92,22 +97,30 @@ func Load(path string) (*Cache, error) {
 // readFile returns the entries of the cache file at path, none when there
 // is no file.
 func readFile(path string) (map[string]Entry, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]Entry{}, nil
 	}
 	if err != nil {
 		return map[string]Entry{}, fmt.Errorf("reading the input digest cache: %w", err)
 	}
-	var f fileFormat
-	if err := json.Unmarshal(b, &f); err != nil {
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return map[string]Entry{}, fmt.Errorf("reading the input digest cache: %w", err)
+	}
+	if len(b) > maxFileSize {
+		return map[string]Entry{}, fmt.Errorf("input digest cache %s is larger than %d MiB, more than %d entries take; it will be replaced", path, maxFileSize>>20, MaxEntries)
+	}
+	var ff fileFormat
+	if err := json.Unmarshal(b, &ff); err != nil {
 		return map[string]Entry{}, fmt.Errorf("input digest cache %s is not valid JSON (%v); it will be replaced", path, err)
 	}
-	if f.Version != fileVersion {
-		return map[string]Entry{}, fmt.Errorf("input digest cache %s has version %d, this sluice writes %d; it will be replaced", path, f.Version, fileVersion)
+	if ff.Version != fileVersion {
+		return map[string]Entry{}, fmt.Errorf("input digest cache %s has version %d, this sluice writes %d; it will be replaced", path, ff.Version, fileVersion)
 	}
 	files := map[string]Entry{}
-	for p, e := range f.Files {
+	for p, e := range ff.Files {
 		if filepath.IsAbs(p) && e.ModTime != "" && len(e.SHA256) == 64 {
 			files[p] = e
 		}

@@ -173,3 +173,28 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// A cache file larger than any cache of MaxEntries entries is not read into
+// memory: it is reported and replaced.
+func TestOversizedCacheIsNotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxFileSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), "larger than") || len(c.Files) != 0 {
+		t.Fatalf("Load: %v, %d entries", err, len(c.Files))
+	}
+	c.Record("/a", entry(1))
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 4096 {
+		t.Errorf("the oversized cache was not replaced: %v %v", fi.Size(), err)
+	}
+}
