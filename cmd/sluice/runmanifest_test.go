@@ -441,14 +441,7 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 	input := filepath.Join(model, "model-00002-of-00002.safetensors")
 	before := fileSHA256(t, input)
 	dir := t.TempDir()
-	pipeline := func(name, sink, out string) string {
-		p := filepath.Join(dir, name+".hcl")
-		src := fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink %q \"out\" {\n  input = source.in\n  path  = %q\n}\n", input, sink, out)
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pipeline := func(sink, out string) string { return writePipeline(t, copyPipeline(input, sink, out)) }
 	recorded := func(out string) string {
 		m := readRunManifest(t, out+run.ManifestSuffix)
 		for _, r := range m.Inputs {
@@ -461,7 +454,7 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 	}
 
 	first := filepath.Join(dir, "first", "model.safetensors")
-	mustRun(t, "run", pipeline("first", "safetensors", first), "--quiet")
+	mustRun(t, "run", pipeline("safetensors", first), "--quiet")
 	if got := recorded(first); got != before {
 		t.Fatalf("the first run recorded %s, the file's SHA-256 is %s", got, before)
 	}
@@ -488,12 +481,12 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 	after := fileSHA256(t, input)
 
 	second := filepath.Join(dir, "second", "model.gguf")
-	mustRun(t, "run", pipeline("second", "gguf", second), "--quiet")
+	mustRun(t, "run", pipeline("gguf", second), "--quiet")
 	if got := recorded(second); got != before {
 		t.Errorf("another pipeline recorded %s; the cache held %s (the file now hashes to %s)", got, before, after)
 	}
 	third := filepath.Join(dir, "third", "model.gguf")
-	mustRun(t, "run", pipeline("third", "gguf", third), "--quiet", "--digest-cache=false")
+	mustRun(t, "run", pipeline("gguf", third), "--quiet", "--digest-cache=false")
 	if got := recorded(third); got != after {
 		t.Errorf("with --digest-cache=false the run recorded %s, the file hashes to %s", got, after)
 	}
@@ -512,10 +505,8 @@ func TestDamagedInputDigestCacheIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := copySample(t, filepath.Join(t.TempDir(), "model"))
-	p := filepath.Join(t.TempDir(), "p.hcl")
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	src := fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink \"safetensors\" \"out\" {\n  input = source.in\n  path  = %q\n}\n", filepath.Join(model, "model-00002-of-00002.safetensors"), out)
-	os.WriteFile(p, []byte(src), 0o644)
+	p := writePipeline(t, copyPipeline(filepath.Join(model, "model-00002-of-00002.safetensors"), "safetensors", out))
 	_, stderr, code := sluice(t, "run", p, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -527,4 +518,10 @@ func TestDamagedInputDigestCacheIsReplaced(t *testing.T) {
 	if err != nil || !bytes.Contains(b, []byte(filepath.Join(model, "model-00002-of-00002.safetensors"))) {
 		t.Errorf("the cache was not replaced: %v\n%s", err, b)
 	}
+}
+
+// copyPipeline is a pipeline that copies the safetensors file input to out
+// through a sink of the given type.
+func copyPipeline(input, sink, out string) string {
+	return fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink %q \"out\" {\n  input = source.in\n  path  = %q\n}\n", input, sink, out)
 }
