@@ -136,12 +136,13 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 
 // openDigestCache loads the user's input digest cache and adds its entries
 // to cache, where the manifests beside the outputs have recorded none. A
-// cache that cannot be read is reported and replaced on save; one whose
-// place is unknown (no home directory) is skipped.
+// cache that cannot be read is reported and replaced on save. Without a
+// home directory (a service with neither $HOME nor $XDG_CACHE_HOME) there
+// is no cache, and the run hashes its inputs without a word: the cache
+// saves time, it is not a result.
 func (a *app) openDigestCache(cache run.DigestCache) *digestcache.Cache {
 	path, err := digestcache.DefaultPath()
 	if err != nil {
-		a.warn(fmt.Errorf("%w; inputs are hashed without it", err))
 		return nil
 	}
 	store, err := digestcache.Load(path)
