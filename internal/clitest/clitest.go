@@ -104,10 +104,12 @@ func Run(bin string, timeout time.Duration, env []string, args ...string) Result
 }
 
 // BaseEnv is the environment Run starts from: enough to run, nothing of the
-// caller's configuration.
+// caller's configuration. XDG_CACHE_HOME is passed on so that a test binary
+// that points it at a directory of its own keeps the runs' input digest
+// cache out of the user's.
 func BaseEnv() []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOCOVERDIR"} {
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOCOVERDIR", "XDG_CACHE_HOME"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
