@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-ml/sluice/core/digestcache"
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/run"
 )
@@ -458,7 +459,7 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 	if got := recorded(first); got != before {
 		t.Fatalf("the first run recorded %s, the file's SHA-256 is %s", got, before)
 	}
-	if _, err := os.Stat(filepath.Join(cacheHome, "sluice", "input-digests.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(cacheHome, "sluice", digestcache.FileName)); err != nil {
 		t.Fatalf("no input digest cache after the first run: %v", err)
 	}
 
@@ -497,7 +498,7 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 func TestDamagedInputDigestCacheIsReplaced(t *testing.T) {
 	cacheHome := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cacheHome)
-	cacheFile := filepath.Join(cacheHome, "sluice", "input-digests.json")
+	cacheFile := filepath.Join(cacheHome, "sluice", digestcache.FileName)
 	if err := os.MkdirAll(filepath.Dir(cacheFile), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -128,9 +128,6 @@ func readFile(path string) (map[string]Entry, error) {
 	return files, nil
 }
 
-// Path returns the cache file's path.
-func (c *Cache) Path() string { return c.path }
-
 // Record adds the digest of the file at path (absolute), or refreshes it,
 // and marks it used now. An entry without a modification time or a digest
 // is ignored: nothing could trust it.

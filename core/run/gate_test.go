@@ -3,22 +3,21 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
 // queued waits until n goroutines wait at the gate.
 func queued(t *testing.T, g *cpuGate, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testwait.Until(t, fmt.Sprintf("%d waiters queuing", n), func() bool {
 		g.mu.Lock()
-		got := len(g.waiters)
-		g.mu.Unlock()
-		if got == n {
-			return
-		}
-	}
-	t.Fatalf("%d waiters never queued", n)
+		defer g.mu.Unlock()
+		return len(g.waiters) == n
+	})
 }
 
 // TestCPUGateGrantsLowestRankFirst: a freed unit goes to the waiter of the
@@ -64,15 +63,9 @@ func TestCPUGateGrantsLowestRankFirst(t *testing.T) {
 		}
 	}
 	// The last one releases after it reported.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	testwait.Until(t, "the unit coming back free", func() bool {
 		g.mu.Lock()
-		free := g.free
-		g.mu.Unlock()
-		if free == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d units free at the end, want 1", free)
-		}
-	}
+		defer g.mu.Unlock()
+		return g.free == 1
+	})
 }

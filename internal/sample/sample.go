@@ -212,7 +212,7 @@ func Write(dir string, c Config) error {
 			return fmt.Errorf("sample: writing %s: %w", name, err)
 		}
 		for _, e := range l.Tensors {
-			places[index[e.Name]] = place{f: f, off: int64(len(l.Prefix)) + int64(e.Begin)}
+			places[index[e.Name]] = place{f: f, off: l.EntryOffset(e)}
 			weightMap[e.Name] = name
 			total += e.Size()
 		}

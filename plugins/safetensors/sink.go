@@ -306,7 +306,7 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		}
 		f.Final(0, int64(len(o.layout.Prefix)))
 		for _, e := range o.layout.Tensors {
-			s.places[e.Name] = place{file: f, off: int64(len(o.layout.Prefix)) + int64(e.Begin), size: e.Size()}
+			s.places[e.Name] = place{file: f, off: o.layout.EntryOffset(e), size: e.Size()}
 		}
 	}
 	return nil

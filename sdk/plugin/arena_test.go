@@ -3,8 +3,11 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
 // reserveAsync starts a Reserve of n slots and returns where its pool (or
@@ -25,15 +28,11 @@ func reserveAsync(ctx context.Context, a *Arena, n int) chan any {
 // waitQueued waits until n Reserve calls wait in the arena's line.
 func waitQueued(t *testing.T, a *Arena, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testwait.Until(t, fmt.Sprintf("%d reservations queuing", n), func() bool {
 		a.mu.Lock()
-		got := len(a.waiting)
-		a.mu.Unlock()
-		if got == n {
-			return
-		}
-	}
-	t.Fatalf("%d reservations never queued", n)
+		defer a.mu.Unlock()
+		return len(a.waiting) == n
+	})
 }
 
 // granted returns the pool ch delivered, failing if it delivered an error or

@@ -313,11 +313,15 @@ func (l *Layout) FileSize() uint64 { return uint64(len(l.Prefix)) + l.DataSize }
 func (l *Layout) Offset(name string) (int64, bool) {
 	for i := range l.Tensors {
 		if l.Tensors[i].Name == name {
-			return int64(len(l.Prefix)) + int64(l.Tensors[i].Begin), true
+			return l.EntryOffset(l.Tensors[i]), true
 		}
 	}
 	return 0, false
 }
+
+// EntryOffset returns the absolute file offset of the data of e, one of
+// l.Tensors.
+func (l *Layout) EntryOffset(e Entry) int64 { return int64(len(l.Prefix)) + int64(e.Begin) }
 
 // alignRank orders safetensors dtypes by alignment, as the reference
 // implementation's Dtype enum does.
