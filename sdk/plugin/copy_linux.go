@@ -16,8 +16,9 @@ import (
 var errUnsupported = errors.New("copy_file_range unsupported")
 
 // kernelCopies caps the copy_file_range calls running at once over the
-// process at the cores: more would only take turns with each other, and
-// take the cores from the goroutines that hash what they copied.
+// process at the cores, so they do not take the cores from the goroutines
+// that hash what they copied. Copies into one file take turns besides
+// (writeTurns).
 var kernelCopies = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // copyStep is the most one copy_file_range call copies while it holds a
@@ -36,6 +37,10 @@ func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error {
 	roff := int64(ref.Offset)
 	woff := off
 	left := int64(ref.Length)
+	// The whole range in one turn: the file fills in order, and the range
+	// is final (and hashed) as early as it can be.
+	release := writeTurns.take(dst, off)
+	defer release()
 	for left > 0 {
 		kernelCopies <- struct{}{}
 		n, err := unix.CopyFileRange(int(src.Fd()), &roff, int(dst.Fd()), &woff, int(min(left, copyStep)), 0)
