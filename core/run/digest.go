@@ -3,12 +3,15 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/sluice-ml/sluice/core/plan"
 	"github.com/sluice-ml/sluice/sdk/detached"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -24,12 +27,27 @@ const racyWindow = 2 * time.Second
 // hashFile reads a file and returns its size, SHA-256 and modification
 // time. A file that changes while it is read is an error.
 func hashFile(path string) (FileRecord, error) {
+	return hashFileBehind(context.Background(), path, nil)
+}
+
+// hashFileBehind is hashFile reading the file no further than front lets
+// it (nil: no limit).
+func hashFileBehind(ctx context.Context, path string, front *readFront) (FileRecord, error) {
 	start := time.Now()
-	before, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return FileRecord{}, err
 	}
-	sum, n, err := detached.Digest(path)
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return FileRecord{}, err
+	}
+	var r io.Reader = f
+	if front != nil {
+		r = &pacedReader{ctx: ctx, f: f, path: path, size: before.Size(), front: front}
+	}
+	sum, n, err := detached.DigestReader(r)
 	if err != nil {
 		return FileRecord{}, fmt.Errorf("hashing %s: %w", path, err)
 	}
@@ -72,9 +90,9 @@ func (c DigestCache) lookup(path string, fi os.FileInfo) (FileRecord, bool) {
 }
 
 // digestOrStat returns a file's record: from the cache when its size and
-// time match, else by reading it when hash is set, else its size and time
-// only.
-func digestOrStat(path string, cache DigestCache, hash bool) (FileRecord, error) {
+// time match, else by reading it (behind front) when hash is set, else its
+// size and time only.
+func digestOrStat(ctx context.Context, path string, cache DigestCache, hash bool, front *readFront) (FileRecord, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return FileRecord{}, fmt.Errorf("input %w", err)
@@ -85,23 +103,25 @@ func digestOrStat(path string, cache DigestCache, hash bool) (FileRecord, error)
 	if !hash {
 		return FileRecord{Path: path, Size: uint64(fi.Size()), ModTime: formatTime(fi.ModTime())}, nil
 	}
-	return hashFile(path)
+	return hashFileBehind(ctx, path, front)
 }
 
 // InputDigests computes input records in the background, while the run
 // proceeds.
 type InputDigests struct {
-	done chan struct{}
-	recs []FileRecord
-	err  error
+	front *readFront
+	done  chan struct{}
+	recs  []FileRecord
+	err   error
 }
 
 // DigestInputs starts recording the given files: every file gets its size
 // and time, the files in hash get their SHA-256 too (from cache when their
-// size and time match). workers bounds the files read at once (default 1,
-// so hashing takes one core from the run at most).
-func DigestInputs(ctx context.Context, files []string, hash map[string]bool, cache DigestCache, workers int) *InputDigests {
-	d := &InputDigests{done: make(chan struct{})}
+// size and time match). The digest of a file in paced reads it no further
+// than the run has (Read), until RunEnded. workers bounds the files read at
+// once (default 1, so hashing takes one core from the run at most).
+func DigestInputs(ctx context.Context, files []string, hash, paced map[string]bool, cache DigestCache, workers int) *InputDigests {
+	d := &InputDigests{front: newReadFront(paced), done: make(chan struct{})}
 	if workers < 1 {
 		workers = 1
 	}
@@ -121,7 +141,7 @@ func DigestInputs(ctx context.Context, files []string, hash map[string]bool, cac
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				recs[i], errs[i] = digestOrStat(f, cache, hash[f])
+				recs[i], errs[i] = digestOrStat(ctx, f, cache, hash[f], d.front)
 			}()
 		}
 		wg.Wait()
@@ -140,7 +160,13 @@ func DigestInputs(ctx context.Context, files []string, hash map[string]bool, cac
 	return d
 }
 
-// Wait returns the records, sorted by path.
+// Read tells the digests that the run has read path up to offset end.
+func (d *InputDigests) Read(path string, end int64) { d.front.advance(path, end) }
+
+// RunEnded lets every digest read to the end of its file.
+func (d *InputDigests) RunEnded() { d.front.release() }
+
+// Wait returns the records, sorted by path. Call RunEnded first.
 func (d *InputDigests) Wait() ([]FileRecord, error) {
 	<-d.done
 	return d.recs, d.err
@@ -148,9 +174,61 @@ func (d *InputDigests) Wait() ([]FileRecord, error) {
 
 // digestingSink fills in the SHA-256 of every file its sink commits that
 // the sink did not report itself, so the detached signatures and the run
-// manifest need not read the files again.
+// manifest need not read the files again. It also tells the inputs'
+// digests how far the run has read each input: a tensor written has been
+// read from its source.
 type digestingSink struct {
 	plugin.Sink
+	sources map[string]sourceEnd // by the name a tensor is written under
+	inputs  *InputDigests
+}
+
+// sourceEnd is the input file a tensor is read from and where its bytes end
+// there.
+type sourceEnd struct {
+	path string
+	end  int64
+}
+
+// sourceEnds returns, for every sink of p, where each tensor it writes ends
+// in the input file it is read from (tensors read from a file by location).
+func sourceEnds(p *plan.Plan) map[*plan.SinkPlan]map[string]sourceEnd {
+	ends := map[*plan.SinkPlan]map[string]sourceEnd{}
+	var walk func(n *plan.Node, src sourceEnd)
+	walk = func(n *plan.Node, src sourceEnd) {
+		for _, l := range n.Leaves {
+			if ends[l.Sink] == nil {
+				ends[l.Sink] = map[string]sourceEnd{}
+			}
+			ends[l.Sink][l.Name] = src
+		}
+		for _, c := range n.Children {
+			walk(c, src)
+		}
+	}
+	for _, t := range p.Trees {
+		loc := t.Tensor.Location
+		if loc == nil || t.Root == nil {
+			continue
+		}
+		abs, err := filepath.Abs(loc.Path)
+		if err != nil {
+			continue
+		}
+		walk(t.Root, sourceEnd{path: abs, end: int64(loc.Offset + loc.Length)})
+	}
+	return ends
+}
+
+// Write writes the tensor, then moves its input's read front past it.
+func (d digestingSink) Write(ctx context.Context, name string, data plugin.TensorData) error {
+	if err := d.Sink.Write(ctx, name, data); err != nil {
+		return err
+	}
+	if src, ok := d.sources[name]; ok {
+		d.inputs.Read(src.path, src.end)
+	}
+	return nil
 }
 
 // Begin asks the sink for the digests itself (protocol 1.2): a sink that

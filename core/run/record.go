@@ -13,8 +13,9 @@ import (
 // Recorder records one run and writes its run manifests.
 //
 // Inputs are hashed in the background while the run proceeds, one file at a
-// time (one core at most), reusing the digest an earlier manifest recorded
-// for a file whose size and modification time did not change. Sinks are
+// time (one core at most), behind the run in the files it reads tensors
+// from (readFront), reusing the digest an earlier manifest recorded for a
+// file whose size and modification time did not change. Sinks are
 // asked for the digests of their outputs (protocol 1.2), which the built-in
 // ones compute while they write; an output whose sink reported none is
 // hashed once, right after its commit. Detached signatures use the same
@@ -41,9 +42,6 @@ func (r *Recorder) SkipFsync() { r.noFsync = true }
 // it right before Execute.
 func StartRecording(ctx context.Context, pv *Provenance, full, runPlan *plan.Plan, part *Partition, cache DigestCache) *Recorder {
 	r := &Recorder{prov: pv, full: full, partition: part, started: time.Now().UTC()}
-	for _, sk := range runPlan.Sinks {
-		sk.Sink = digestingSink{Sink: sk.Sink}
-	}
 	files := pv.InputFiles(full)
 	hash := map[string]bool{}
 	if part == nil {
@@ -63,7 +61,14 @@ func StartRecording(ctx context.Context, pv *Provenance, full, runPlan *plan.Pla
 			}
 		}
 	}
-	r.inputs = DigestInputs(ctx, files, hash, cache, 1)
+	// The digest of a file the run reads tensors from follows the run
+	// through it (readFront); the others are read at once.
+	paced := locationFiles(runPlan.Trees)
+	r.inputs = DigestInputs(ctx, files, hash, paced, cache, 1)
+	ends := sourceEnds(runPlan)
+	for _, sk := range runPlan.Sinks {
+		sk.Sink = digestingSink{Sink: sk.Sink, sources: ends[sk], inputs: r.inputs}
+	}
 	return r
 }
 
@@ -74,6 +79,7 @@ func (r *Recorder) Finish(res *Result) ([]string, error) {
 	if err := r.prov.waitBinaries(); err != nil {
 		return nil, fmt.Errorf("the outputs were committed, but the binaries could not be recorded: %w", err)
 	}
+	r.inputs.RunEnded()
 	inputs, err := r.inputs.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("the outputs were committed, but the inputs could not be recorded: %w", err)
@@ -111,7 +117,10 @@ func (r *Recorder) Finish(res *Result) ([]string, error) {
 
 // Inputs returns the records of the run's inputs, once they are all
 // recorded (Finish waits for them too).
-func (r *Recorder) Inputs() ([]FileRecord, error) { return r.inputs.Wait() }
+func (r *Recorder) Inputs() ([]FileRecord, error) {
+	r.inputs.RunEnded()
+	return r.inputs.Wait()
+}
 
 // Cache gathers the input digests the existing manifests of p's sinks
 // recorded (whole-run and partition manifests alike), for a new run to

@@ -87,12 +87,22 @@ func Digest(path string) (string, uint64, error) {
 		return "", 0, err
 	}
 	defer f.Close()
+	sum, n, err := DigestReader(f)
+	if err != nil {
+		return "", 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return sum, n, nil
+}
+
+// DigestReader reads r to its end and returns the SHA-256 (hex) and the
+// size of what it read, in reads of 1 MiB.
+func DigestReader(r io.Reader) (string, uint64, error) {
 	h := sha256.New()
 	// 1 MiB reads instead of io.Copy's 32 KiB (the struct hides
 	// os.File.WriteTo, which would pick that size).
-	n, err := io.CopyBuffer(h, struct{ io.Reader }{f}, make([]byte, 1<<20))
+	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, make([]byte, 1<<20))
 	if err != nil {
-		return "", 0, fmt.Errorf("reading %s: %w", path, err)
+		return "", 0, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), uint64(n), nil
 }
