@@ -30,6 +30,22 @@ func frontFile(t *testing.T, n int) (string, []byte) {
 	return path, data
 }
 
+// pacedFile opens a file of n patterned bytes for reading behind a read
+// front that paces the files paced(path) names, and returns the reader, the
+// file's path and its contents.
+func pacedFile(t *testing.T, ctx context.Context, n int, paced func(path string) map[string]bool) (*pacedReader, string, []byte) {
+	t.Helper()
+	path, data := frontFile(t, n)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &pacedReader{ctx: ctx, f: f, path: path, size: int64(n), front: newReadFront(paced(path))}, path, data
+}
+
+func itself(path string) map[string]bool { return map[string]bool{path: true} }
+
 type readResult struct {
 	n   int
 	err error
@@ -67,14 +83,8 @@ func returned(t *testing.T, ch chan readResult, what string) readResult {
 }
 
 func TestPacedReaderReadsNoFurtherThanTheRun(t *testing.T) {
-	path, data := frontFile(t, 10_000)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	front := newReadFront(map[string]bool{path: true})
-	r := &pacedReader{ctx: context.Background(), f: f, path: path, size: int64(len(data)), front: front}
+	r, path, data := pacedFile(t, context.Background(), 10_000, itself)
+	front := r.front
 	buf := make([]byte, 4096)
 
 	pending := readAsync(r, buf)
@@ -108,14 +118,8 @@ func TestPacedReaderReadsNoFurtherThanTheRun(t *testing.T) {
 }
 
 func TestPacedReaderStopsWithTheRun(t *testing.T) {
-	path, _ := frontFile(t, 1000)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &pacedReader{ctx: ctx, f: f, path: path, size: 1000, front: newReadFront(map[string]bool{path: true})}
+	r, _, _ := pacedFile(t, ctx, 1000, itself)
 	pending := readAsync(r, make([]byte, 100))
 	stillWaiting(t, pending, "nothing read by the run")
 	cancel()
@@ -125,14 +129,8 @@ func TestPacedReaderStopsWithTheRun(t *testing.T) {
 }
 
 func TestUnpacedFilesAreReadAtOnce(t *testing.T) {
-	path, data := frontFile(t, 5000)
 	other, _ := frontFile(t, 10)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := &pacedReader{ctx: context.Background(), f: f, path: path, size: int64(len(data)), front: newReadFront(map[string]bool{other: true})}
+	r, _, data := pacedFile(t, context.Background(), 5000, func(string) map[string]bool { return itself(other) })
 	got, err := io.ReadAll(r)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Errorf("an unpaced file read %d of %d bytes (%v)", len(got), len(data), err)
@@ -151,6 +149,11 @@ func TestInputDigestFollowsTheRunToTheEnd(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	d.Read(path, 3<<20) // the last tensor ends the file
+	select {
+	case <-done:
+	case <-time.After(testwait.Timeout):
+		t.Fatal("the digest did not finish when the run had read the whole file")
+	}
 	recs, err := d.Wait()
 	if err != nil {
 		t.Fatal(err)
