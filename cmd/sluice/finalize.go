@@ -39,7 +39,7 @@ write, e.g. on a shared or object-storage file system.`,
 				return err
 			}
 			defer pr.close()
-			pv, err := run.NewProvenance(pr.p, pr.h, version)
+			pv, err := run.NewProvenance(pr.p, pr.h, version, nil)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 		"run partition `INDEX/COUNT` of the work only (INDEX from 0, e.g. $JOB_COMPLETION_INDEX/8): its shards and whole sinks; sluice finalize completes the run")
 	cmd.Flags().BoolVar(&rf.manifest, "run-manifest", true, "write NAME.sluice-run.json beside each sink's outputs")
 	cmd.Flags().BoolVar(&rf.digestCache, "digest-cache", true,
-		"take the SHA-256 of an input the run manifest records from the user's input digest cache when the file has the size and time it was hashed at, and add the inputs this run hashes to it (docs/operations.md)")
+		"take the SHA-256 of an input (or of the sluice and plugin binaries) the run manifest records from the user's digest cache when the file has the size and time it was hashed at, and add the files this run hashes to it (docs/operations.md)")
 	cmd.Flags().BoolVar(&rf.fsync, "fsync", true,
 		"sync every output before renaming it into place; false still never leaves a half-written file under an output's name when sluice is killed, but a crash of the machine may (for outputs that are uploaded or thrown away at once)")
 }
@@ -65,8 +65,14 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		return err
 	}
 	var pv *run.Provenance
+	var store *digestcache.Cache
 	if rf.manifest {
-		if pv, err = run.NewProvenance(pr.p, h, version); err != nil {
+		known := run.DigestCache{}
+		if rf.digestCache {
+			store = a.loadDigestCache()
+			addCached(known, store)
+		}
+		if pv, err = run.NewProvenance(pr.p, h, version, known); err != nil {
 			return err
 		}
 	}
@@ -103,15 +109,12 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 		runPlan = asg.Restrict(pr.pl, part.Index)
 	}
 	var rec *run.Recorder
-	var store *digestcache.Cache
 	if pv != nil {
 		// Input hashing stops with a failed run.
 		hctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		cache := run.Cache(pr.p)
-		if rf.digestCache {
-			store = a.openDigestCache(cache)
-		}
+		addCached(cache, store)
 		rec = run.StartRecording(hctx, pv, pr.pl, runPlan, part, cache)
 		if !rf.fsync {
 			rec.SkipFsync()
@@ -127,20 +130,19 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 			return err
 		}
 		if store != nil {
-			a.saveDigestCache(store, rec)
+			a.saveDigestCache(store, rec, pv)
 		}
 	}
 	a.printResult(res, manifests, part)
 	return nil
 }
 
-// openDigestCache loads the user's input digest cache and adds its entries
-// to cache, where the manifests beside the outputs have recorded none. A
-// cache that cannot be read is reported and replaced on save. Without a
-// home directory (a service with neither $HOME nor $XDG_CACHE_HOME) there
-// is no cache, and the run hashes its inputs without a word: the cache
-// saves time, it is not a result.
-func (a *app) openDigestCache(cache run.DigestCache) *digestcache.Cache {
+// loadDigestCache loads the user's digest cache. A cache that cannot be
+// read is reported and replaced on save. Without a home directory (a
+// service with neither $HOME nor $XDG_CACHE_HOME) there is no cache, and
+// the run hashes its inputs without a word: the cache saves time, it is not
+// a result.
+func (a *app) loadDigestCache() *digestcache.Cache {
 	path, err := digestcache.DefaultPath()
 	if err != nil {
 		return nil
@@ -149,23 +151,37 @@ func (a *app) openDigestCache(cache run.DigestCache) *digestcache.Cache {
 	if err != nil {
 		a.warn(err)
 	}
+	return store
+}
+
+// addCached adds the entries of the user's digest cache (nil: none) to
+// cache, where it has none of its own (the manifests beside the outputs
+// come first).
+func addCached(cache run.DigestCache, store *digestcache.Cache) {
+	if store == nil {
+		return
+	}
 	for p, e := range store.Files {
 		if _, ok := cache[p]; !ok {
 			cache[p] = run.FileRecord{Path: p, Size: e.Size, SHA256: e.SHA256, ModTime: e.ModTime}
 		}
 	}
-	return store
 }
 
-// saveDigestCache adds the digests of the run's inputs to the cache. The
-// run has succeeded by then: a cache that cannot be written is reported,
-// not an error.
-func (a *app) saveDigestCache(store *digestcache.Cache, rec *run.Recorder) {
+// saveDigestCache adds the digests of the run's inputs, and of the sluice
+// and plugin binaries it was recorded with, to the cache. The run has
+// succeeded by then: a cache that cannot be written is reported, not an
+// error.
+func (a *app) saveDigestCache(store *digestcache.Cache, rec *run.Recorder, pv *run.Provenance) {
 	inputs, err := rec.Inputs()
 	if err != nil {
 		return
 	}
-	for _, r := range inputs {
+	binaries, err := pv.BinaryRecords()
+	if err != nil {
+		return
+	}
+	for _, r := range append(inputs, binaries...) {
 		store.Record(r.Path, digestcache.Entry{Size: r.Size, ModTime: r.ModTime, SHA256: r.SHA256})
 	}
 	if err := store.Save(); err != nil {

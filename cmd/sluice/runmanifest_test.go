@@ -493,6 +493,53 @@ func TestInputDigestCacheServesEveryPipeline(t *testing.T) {
 	}
 }
 
+// The digest of the sluice binary a run is recorded with comes from the
+// digest cache while the binary keeps its size and time, so a run, or a
+// --skip-unchanged check, does not read the whole binary each time.
+func TestBinaryDigestComesFromTheCache(t *testing.T) {
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheFile := filepath.Join(cacheHome, "sluice", digestcache.FileName)
+	store, err := digestcache.Load(cacheFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := strings.Repeat("ab", 32) // not the binary's digest: only the cache can say it
+	store.Record(exe, digestcache.Entry{Size: uint64(fi.Size()), ModTime: fi.ModTime().UTC().Format(time.RFC3339Nano), SHA256: planted})
+	if err := store.Save(); err != nil {
+		t.Fatal(err)
+	}
+	model := copySample(t, filepath.Join(t.TempDir(), "model"))
+	input := filepath.Join(model, "model-00002-of-00002.safetensors")
+	out := filepath.Join(t.TempDir(), "out", "model.safetensors")
+	pipeline := writePipeline(t, copyPipeline(input, "safetensors", out))
+
+	mustRun(t, "run", pipeline, "--quiet")
+	if got := readRunManifest(t, out+run.ManifestSuffix).SluiceSHA256; got != planted {
+		t.Errorf("the run recorded the sluice binary as %s; the cache holds %s for it", got, planted)
+	}
+	after, err := digestcache.Load(cacheFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := after.Files[exe]; !ok || e.SHA256 != planted {
+		t.Errorf("after the run the cache holds %+v for the sluice binary, want its entry kept", e)
+	}
+
+	mustRun(t, "run", pipeline, "--quiet", "--digest-cache=false")
+	if got, want := readRunManifest(t, out+run.ManifestSuffix).SluiceSHA256, fileSHA256(t, exe); got != want {
+		t.Errorf("with --digest-cache=false the run recorded the sluice binary as %s, it hashes to %s", got, want)
+	}
+}
+
 // A damaged input digest cache is reported, does not fail the run, and is
 // replaced by one that holds the run's inputs.
 func TestDamagedInputDigestCacheIsReplaced(t *testing.T) {

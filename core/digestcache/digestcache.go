@@ -1,6 +1,7 @@
 // Package digestcache keeps, in the user's cache directory, the SHA-256 of
-// the input files that runs have hashed for their run manifests, with each
-// file's size and modification time. A later run that finds a file as it
+// the input files (and of the sluice and plugin binaries) that runs have
+// hashed for their run manifests, with each file's size and modification
+// time. A later run that finds a file as it
 // was (same size, same time) takes the digest from the cache instead of
 // reading the file again, whatever pipeline or output it belongs to.
 //

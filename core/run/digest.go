@@ -106,6 +106,19 @@ func digestOrStat(ctx context.Context, path string, cache DigestCache, hash bool
 	return hashFileBehind(ctx, path, front)
 }
 
+// cachedOrHashed returns a file's record from the cache when its size and
+// time match, else by reading it.
+func cachedOrHashed(path string, cache DigestCache) (FileRecord, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return FileRecord{}, err
+	}
+	if r, ok := cache.lookup(path, fi); ok {
+		return r, nil
+	}
+	return hashFile(path)
+}
+
 // InputDigests computes input records in the background, while the run
 // proceeds.
 type InputDigests struct {

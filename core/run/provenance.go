@@ -46,6 +46,17 @@ type Provenance struct {
 	// background, while the plugins start. Read them after waitBinaries.
 	binaries    chan struct{}
 	binariesErr error
+	// binaryRecs are the binaries' records, for the digest cache.
+	binaryRecs []FileRecord
+}
+
+// BinaryRecords returns the size, time and SHA-256 of the sluice and plugin
+// binaries the run is recorded with, once they are known.
+func (pv *Provenance) BinaryRecords() ([]FileRecord, error) {
+	if err := pv.waitBinaries(); err != nil {
+		return nil, err
+	}
+	return pv.binaryRecs, nil
 }
 
 // waitBinaries waits for the digests of the sluice and plugin binaries.
@@ -60,9 +71,10 @@ func (pv *Provenance) waitBinaries() error {
 // NewProvenance records the pipeline, its variables and the plugins its
 // enabled stages use. Built-in plugins and transforms are served by the
 // sluice binary, whose digest stands for them. The binaries are hashed in
-// the background (tens of milliseconds for sluice's own): what needs their
-// digests waits for them.
-func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provenance, error) {
+// the background (tens of milliseconds for sluice's own), unless known
+// holds the digest of a binary that has kept its size and time (the user's
+// digest cache): what needs their digests waits for them.
+func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string, known DigestCache) (*Provenance, error) {
 	pv := &Provenance{Sluice: version, Pipeline: PipelineRecord{Digest: p.Digest, Variables: map[string]json.RawMessage{}}}
 	var sens bytes.Buffer
 	vars := append([]*pipeline.Variable(nil), p.Variables...)
@@ -125,9 +137,13 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string) (*Provena
 			if sum, ok := digests[bin]; ok {
 				return sum, nil
 			}
-			sum, err := host.FileSHA256(bin)
-			digests[bin] = sum
-			return sum, err
+			rec, err := cachedOrHashed(bin, known)
+			if err != nil {
+				return "", err
+			}
+			digests[bin] = rec.SHA256
+			pv.binaryRecs = append(pv.binaryRecs, rec)
+			return rec.SHA256, nil
 		}
 		for i := range plugins {
 			sum, err := hash(bins[plugins[i].Name])
