@@ -90,12 +90,12 @@ func (c DigestCache) lookup(path string, fi os.FileInfo) (FileRecord, bool) {
 }
 
 // digestOrStat returns a file's record: from the cache when its size and
-// time match, else by reading it (behind front) when hash is set, else its
-// size and time only.
+// time match, else by reading it (behind front, nil: no limit) when hash is
+// set, else its size and time only.
 func digestOrStat(ctx context.Context, path string, cache DigestCache, hash bool, front *readFront) (FileRecord, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return FileRecord{}, fmt.Errorf("input %w", err)
+		return FileRecord{}, err
 	}
 	if r, ok := cache.lookup(path, fi); ok {
 		return r, nil
@@ -104,19 +104,6 @@ func digestOrStat(ctx context.Context, path string, cache DigestCache, hash bool
 		return FileRecord{Path: path, Size: uint64(fi.Size()), ModTime: formatTime(fi.ModTime())}, nil
 	}
 	return hashFileBehind(ctx, path, front)
-}
-
-// cachedOrHashed returns a file's record from the cache when its size and
-// time match, else by reading it.
-func cachedOrHashed(path string, cache DigestCache) (FileRecord, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return FileRecord{}, err
-	}
-	if r, ok := cache.lookup(path, fi); ok {
-		return r, nil
-	}
-	return hashFile(path)
 }
 
 // InputDigests computes input records in the background, while the run
@@ -154,7 +141,9 @@ func DigestInputs(ctx context.Context, files []string, hash, paced map[string]bo
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				recs[i], errs[i] = digestOrStat(ctx, f, cache, hash[f], d.front)
+				if recs[i], errs[i] = digestOrStat(ctx, f, cache, hash[f], d.front); errs[i] != nil {
+					errs[i] = fmt.Errorf("input %w", errs[i])
+				}
 			}()
 		}
 		wg.Wait()

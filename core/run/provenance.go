@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -137,7 +138,7 @@ func NewProvenance(p *pipeline.Pipeline, h *host.Host, version string, known Dig
 			if sum, ok := digests[bin]; ok {
 				return sum, nil
 			}
-			rec, err := cachedOrHashed(bin, known)
+			rec, err := digestOrStat(context.Background(), bin, known, true, nil)
 			if err != nil {
 				return "", err
 			}
