@@ -70,8 +70,12 @@ func TestSummaryTakesMediansAndPeaks(t *testing.T) {
 
 // TestPollingCostsLittle runs a process that holds 1 GiB of touched memory
 // for 1.5 s (smaps_rollup then walks 262,144 page-table entries per read)
-// and checks that measuring it found its memory and cost the bench at most
-// a twentieth of a core: polled every 10 ms, it cost a third or more.
+// and checks that measuring it found its memory and that the poller's
+// thread spent at most a twentieth of a core: polled every 10 ms, it spent
+// a third or more. The poller's own thread CPU is the measure, not the
+// bench process's: starting the child, copying its output and the Go
+// runtime's own work cost CPU too, and the whole process once measured 8%
+// of a core on a busy CI machine where it measures 2% on an idle one.
 func TestPollingCostsLittle(t *testing.T) {
 	if os.Getenv("SLUICE_BENCH_HOLD") != "" {
 		holdMemory()
@@ -85,17 +89,18 @@ func TestPollingCostsLittle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SLUICE_BENCH_HOLD", "1")
-	before := processCPU()
 	m, _, err := runProcess([]string{exe, "-test.run=^TestPollingCostsLittle$"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := processCPU() - before
 	if m.treeRSS < 1<<30 || m.treePSS < 1<<30 || m.maxRSS < 1<<30 {
 		t.Errorf("RSS %d, PSS %d, largest %d: want at least 1 GiB each", m.treeRSS, m.treePSS, m.maxRSS)
 	}
-	if share := used.Seconds() / m.wall.Seconds(); share > 0.05 {
-		t.Errorf("polling a %v run cost the bench %v of CPU, %.2f of a core", m.wall, used, share)
+	if m.pollCPU <= 0 {
+		t.Errorf("the poller's CPU time was not measured: %v", m.pollCPU)
+	}
+	if share := m.pollCPU.Seconds() / m.wall.Seconds(); share > 0.05 {
+		t.Errorf("polling a %v run cost the poller %v of CPU, %.3f of a core", m.wall, m.pollCPU, share)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ type measurement struct {
 	waited time.Duration
 	// rate, when set, replaces wall as the measure (in-process kernels).
 	rate float64
+	// pollCPU is the CPU time the bench's poller thread spent polling the
+	// tree: what measuring the run took from it.
+	pollCPU time.Duration
 }
 
 // runProcess runs argv, polling its process tree's memory, and returns what
@@ -67,6 +71,13 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
+		// The poller keeps one thread, so that thread's CPU time is what
+		// polling cost and nothing else the bench does, and what the
+		// intervals between polls are scaled by.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu0 := threadCPU()
+		defer func() { m.pollCPU = threadCPU() - cpu0 }()
 		sched := map[int][2]int64{}
 		defer func() {
 			for _, v := range sched {
@@ -75,10 +86,10 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 		}()
 		var nextPSS time.Time
 		for {
-			polledAt := time.Now()
+			polledAt, cpuAt := time.Now(), threadCPU()
 			withPSS := !polledAt.Before(nextPSS)
 			rss, pss, hwm, maxHWM := treeMemory(cmd.Process.Pid, sched, withPSS)
-			cost := time.Since(polledAt)
+			cost := threadCPU() - cpuAt
 			if withPSS {
 				nextPSS = polledAt.Add(pollShare * cost)
 			}
@@ -113,9 +124,11 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 // PSS) walks its page tables, 7–8 ms of kernel time for a sluice process
 // with its arena mapped, so polling PSS every 10 ms took half of one of two
 // cores. The poller therefore waits at least minPoll between polls, and
-// after a poll that took a time T, waits pollShare×T before the next one
-// and before the next that reads PSS: it spends about 1/pollShare of one
-// core at most.
+// after a poll that took T of its thread's CPU time, waits pollShare×T
+// before the next one and before the next that reads PSS: it spends about
+// 1/pollShare of one core at most. T is CPU time, not the poll's wall
+// time: on a busy machine a poll waits for a core, and scaling by wall time
+// stretched the intervals until a poller skipped a 1.5 s peak.
 const (
 	minPoll   = 10 * time.Millisecond
 	pollShare = 50
