@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 )
@@ -21,18 +22,14 @@ import (
 // tensors written side by side finish together at the end, and the digest
 // waits for them and then hashes most of the file after the last write.
 // Writes to different files still run at once.
-var writeTurns = &turnTable{files: map[OutputFile]*fileTurns{}}
+var writeTurns = &turnTable{files: map[OutputFile][]turnWaiter{}}
 
 // turnTable holds the turns of every file that has writes waiting or
-// running.
+// running: a file is in files while one of its writes runs, with the
+// writes waiting for it sorted by offset.
 type turnTable struct {
 	mu    sync.Mutex
-	files map[OutputFile]*fileTurns
-}
-
-// fileTurns is one file's writer and the writers waiting for it.
-type fileTurns struct {
-	waiting []turnWaiter // sorted by offset
+	files map[OutputFile][]turnWaiter
 }
 
 type turnWaiter struct {
@@ -44,23 +41,15 @@ type turnWaiter struct {
 // ends it.
 func (t *turnTable) take(f OutputFile, off int64) (release func()) {
 	t.mu.Lock()
-	ft := t.files[f]
-	if ft == nil {
-		t.files[f] = &fileTurns{}
+	waiting, busy := t.files[f]
+	if !busy {
+		t.files[f] = nil
 		t.mu.Unlock()
 		return func() { t.pass(f) }
 	}
 	w := turnWaiter{off: off, wake: make(chan struct{})}
-	i, _ := slices.BinarySearchFunc(ft.waiting, off, func(w turnWaiter, off int64) int {
-		switch {
-		case w.off < off:
-			return -1
-		case w.off > off:
-			return 1
-		}
-		return 0
-	})
-	ft.waiting = slices.Insert(ft.waiting, i, w)
+	i, _ := slices.BinarySearchFunc(waiting, off, func(w turnWaiter, off int64) int { return cmp.Compare(w.off, off) })
+	t.files[f] = slices.Insert(waiting, i, w)
 	t.mu.Unlock()
 	<-w.wake
 	return func() { t.pass(f) }
@@ -70,12 +59,11 @@ func (t *turnTable) take(f OutputFile, off int64) (release func()) {
 func (t *turnTable) pass(f OutputFile) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ft := t.files[f]
-	if len(ft.waiting) == 0 {
+	waiting := t.files[f]
+	if len(waiting) == 0 {
 		delete(t.files, f)
 		return
 	}
-	next := ft.waiting[0]
-	ft.waiting = ft.waiting[1:]
-	close(next.wake)
+	t.files[f] = waiting[1:]
+	close(waiting[0].wake)
 }

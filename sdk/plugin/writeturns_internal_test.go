@@ -13,15 +13,12 @@ import (
 	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
-func newTurnTable() *turnTable { return &turnTable{files: map[OutputFile]*fileTurns{}} }
+func newTurnTable() *turnTable { return &turnTable{files: map[OutputFile][]turnWaiter{}} }
 
 func waiters(t *turnTable, f OutputFile) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ft := t.files[f]; ft != nil {
-		return len(ft.waiting)
-	}
-	return 0
+	return len(t.files[f])
 }
 
 func tempOutput(t *testing.T, name string) *os.File {
