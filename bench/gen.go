@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 
 	"github.com/sluice-ml/sluice/internal/sample"
 	"github.com/sluice-ml/sluice/sdk/bytesize"
+	"github.com/sluice-ml/sluice/sdk/codec"
+	"github.com/sluice-ml/sluice/sdk/safetensors"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -55,4 +61,58 @@ func genCommand(args []string) error {
 	}
 	fmt.Printf("wrote %s: %d layers, hidden %d, %s\n", fs.Arg(0), c.Layers, c.Hidden, *dt)
 	return nil
+}
+
+// Many-tensor checkpoint: per-tensor costs (planning, one write per tensor,
+// the plugin protocol's messages) that a llama-shaped checkpoint of a few
+// hundred tensors hides. Mixture-of-experts models have tens of thousands of
+// tensors (one per expert and projection).
+const (
+	manyTensors     = 20000
+	manyTensorShape = 64 * 128 // bf16 elements: 16 KiB each
+)
+
+// writeManyTensors writes a safetensors file of manyTensors small bf16
+// tensors, with normally distributed values.
+func writeManyTensors(path string) error {
+	ts := make([]safetensors.Tensor, manyTensors)
+	for i := range ts {
+		ts[i] = safetensors.Tensor{
+			Name:  fmt.Sprintf("model.layers.%d.mlp.experts.%d.%s.weight", i/192, i/3%64, [3]string{"gate_proj", "up_proj", "down_proj"}[i%3]),
+			DType: tensor.BF16, Shape: []uint64{64, 128}, Size: manyTensorShape * 2,
+		}
+	}
+	l, err := safetensors.PlanLayout(ts, nil)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.Write(l.Prefix)
+	rng := rand.New(rand.NewPCG(7, 7))
+	values := make([]float32, manyTensorShape)
+	buf := make([]byte, 2*manyTensorShape)
+	for range ts {
+		for i := range values {
+			values[i] = float32(rng.NormFloat64() * 0.02)
+		}
+		if err := codec.EncodeFloat32(tensor.BF16, buf, values); err != nil {
+			return err
+		}
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }

@@ -70,6 +70,7 @@ type inputs struct {
 	bf16File string // its model.safetensors
 	f16GGUF  string // the same model in f16, as GGUF
 	vocab    string // GGUF with a 150k vocabulary and tiny tensors
+	many     string // safetensors of manyTensors small tensors
 }
 
 // prepare generates (or reuses) the inputs of one size.
@@ -89,6 +90,13 @@ func (s *suite) prepare(needF16 bool) error {
 	if _, err := os.Stat(in.vocab); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: writing", in.vocab)
 		if err := writeVocabGGUF(in.vocab, 150000); err != nil {
+			return err
+		}
+	}
+	in.many = filepath.Join(filepath.Dir(s.dir), "many-tensors", "model.safetensors")
+	if _, err := os.Stat(in.many); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing", in.many)
+		if err := writeManyTensors(in.many); err != nil {
 			return err
 		}
 	}
@@ -188,6 +196,9 @@ func (s *suite) build() {
 			return st + q4kmTransform + sink("gguf", filepath.Join(o, "model.gguf"), "", "transform.q4km")
 		}, true},
 	}
+	scens = append(scens, scen{fmt.Sprintf("st → st, %d tensors of 16 KiB", manyTensors), "many", "tensors", tensor.BF16, fileSize(in.many), func(o string) string {
+		return source("safetensors", in.many) + sink("safetensors", filepath.Join(o, "model.safetensors"), "  hf_files = false\n")
+	}, false})
 	if in.f16GGUF != "" {
 		scens = append(scens, scen{"gguf f16 → gguf q8_0", "requant", "quantize", tensor.F16, fileSize(in.f16GGUF), func(o string) string {
 			return source("gguf", in.f16GGUF) + sink("gguf", filepath.Join(o, "model.gguf"), "  dtype = \"q8_0\"\n")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/run"
+	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
 // writePipelineIn writes pipeline.hcl into dir.
@@ -44,7 +45,8 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 	stdout := mustRun(t, "plugins", "install", built, "--pipeline", toNPZ)
 	installed := filepath.Join(plugins, host.BinaryPrefix+"npz")
 	sum := fileSHA256(t, built)
-	for _, want := range []string{"installed plugin npz 0.1.0 (protocol 1.2)", installed, sum, host.LockFileName} {
+	protocol := fmt.Sprintf("%d.%d", plugin.ProtocolVersion, plugin.ProtocolMinor)
+	for _, want := range []string{"installed plugin npz 0.1.0 (protocol " + protocol + ")", installed, sum, host.LockFileName} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("install output lacks %q:\n%s", want, stdout)
 		}
@@ -56,7 +58,7 @@ func TestNPZPluginInstalledLockedAndRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := lock.Plugins["npz"]; e == nil || e.Version != "0.1.0" || e.Protocol != "1.2" || e.SHA256[host.Platform()] != sum {
+	if e := lock.Plugins["npz"]; e == nil || e.Version != "0.1.0" || e.Protocol != protocol || e.SHA256[host.Platform()] != sum {
 		t.Fatalf("lock entry: %+v", e)
 	}
 	mustRun(t, "plugins", "install", built, "--pipeline", fromNPZ, "--quiet")

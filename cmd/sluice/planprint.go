@@ -13,9 +13,27 @@ import (
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
+// sourceTensorKey names a tensor of a source stage.
+type sourceTensorKey struct {
+	source *pipeline.Stage
+	name   string
+}
+
+// fileBacked returns the source tensors whose bytes sit in a file, which a
+// sink can copy without reading them.
+func fileBacked(pl *plan.Plan) map[sourceTensorKey]bool {
+	backed := map[sourceTensorKey]bool{}
+	for _, t := range pl.Trees {
+		if t.Tensor.Location != nil {
+			backed[sourceTensorKey{t.Source, t.Tensor.Name}] = true
+		}
+	}
+	return backed
+}
+
 // routeText describes how a tensor reaches a sink: "bf16 → q8_0", or
 // "unchanged (file reference)".
-func routeText(pl *plan.Plan, sk *plan.SinkPlan, t tensor.TensorInfo) string {
+func routeText(backed map[sourceTensorKey]bool, sk *plan.SinkPlan, t tensor.TensorInfo) string {
 	r := sk.Routes[t.Name]
 	if r == nil {
 		return ""
@@ -25,23 +43,12 @@ func routeText(pl *plan.Plan, sk *plan.SinkPlan, t tensor.TensorInfo) string {
 		parts = append(parts, op.String())
 	}
 	if len(parts) == 0 {
-		src := sourceTensor(pl, r)
-		if src != nil && src.Location != nil {
+		if backed[sourceTensorKey{r.Source, r.SourceTensor}] {
 			return fmt.Sprintf("%s, unchanged (copied from the source file)", t.DType)
 		}
 		return fmt.Sprintf("%s, unchanged", t.DType)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sourceTensor(pl *plan.Plan, r *plan.Route) *tensor.TensorInfo {
-	for _, sp := range pl.Stages {
-		if sp.Stage == r.Source {
-			t, _ := sp.Out.Tensor(r.SourceTensor)
-			return t
-		}
-	}
-	return nil
 }
 
 func printPlan(w io.Writer, pl *plan.Plan) {
@@ -58,6 +65,7 @@ func printPlan(w io.Writer, pl *plan.Plan) {
 		}
 		printDecisions(w, sp.Decisions)
 	}
+	backed := fileBacked(pl)
 	for _, sk := range pl.Sinks {
 		fmt.Fprintf(w, "%s (%s): %d tensors, %s\n", sk.Stage.Addr(), sk.Stage.Type, len(sk.Final.Tensors), bytesize.Human(sk.Final.TotalSize()))
 		for _, f := range sk.Plan.Files {
@@ -77,7 +85,7 @@ func printPlan(w io.Writer, pl *plan.Plan) {
 		}
 		tw := newTable(w)
 		for _, t := range sk.Final.Tensors {
-			line := routeText(pl, sk, t)
+			line := routeText(backed, sk, t)
 			if r := reasons[t.Name]; r != "" {
 				line += " (" + r + ")"
 			}

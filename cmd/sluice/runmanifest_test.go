@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-ml/sluice/core/digestcache"
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/core/run"
+	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
 // copySample copies the shipped sample checkpoint into a new directory.
@@ -158,7 +159,7 @@ func TestRunManifestRecordsTheRun(t *testing.T) {
 		}
 		for _, want := range []string{"gguf", "safetensors"} {
 			p, ok := plugins[want]
-			if !ok || !p.Builtin || p.SHA256 != exeSum || p.Version == "" || p.Protocol != "1.2" {
+			if !ok || !p.Builtin || p.SHA256 != exeSum || p.Version == "" || p.Protocol != fmt.Sprintf("%d.%d", plugin.ProtocolVersion, plugin.ProtocolMinor) {
 				t.Errorf("%s: plugin %s recorded as %+v", name, want, p)
 			}
 		}

@@ -7,10 +7,11 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/transform"
@@ -156,8 +157,9 @@ func Build(ctx context.Context, p *pipeline.Pipeline, env Env) (*Plan, error) {
 		byStage[s] = sp
 		pl.Stages = append(pl.Stages, sp)
 	}
+	indexes := map[*StagePlan]map[string]int{}
 	for _, sk := range pl.Sinks {
-		if err := routeSink(sk, byStage); err != nil {
+		if err := routeSink(sk, byStage, indexes); err != nil {
 			return nil, &StageError{sk.Stage, err}
 		}
 	}
@@ -190,8 +192,12 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 	skp := &SinkPlan{Stage: s, Sink: sink, In: in.Out, Plan: sp, SigningKey: in.SigningKey, SigningKeyID: in.SigningKeyID}
 	final := &tensor.Manifest{Metadata: in.Out.Metadata.Clone()}
 	convert := map[string]tensor.DType{}
+	var received map[string]int
+	if len(sp.Convert) > 0 {
+		received = in.Out.Index()
+	}
 	for _, c := range sp.Convert {
-		if _, ok := in.Out.Tensor(c.Tensor); !ok {
+		if _, ok := received[c.Tensor]; !ok {
 			return nil, fmt.Errorf("sink asked to convert tensor %q, which it does not receive", c.Tensor)
 		}
 		convert[c.Tensor] = c.To
@@ -221,10 +227,26 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 }
 
 // routeSink traces every tensor a sink receives back to its source.
-func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan) error {
+// indexes holds each stage's name → position map, built on first use and
+// shared by the sinks: a lookup per tensor per stage must not scan the
+// stage's list (models have tens of thousands of tensors).
+func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan, indexes map[*StagePlan]map[string]int) error {
+	lookup := func(sp *StagePlan, name string) (int, bool) {
+		index, ok := indexes[sp]
+		if !ok {
+			index = sp.Out.Index()
+			indexes[sp] = index
+		}
+		i, ok := index[name]
+		return i, ok
+	}
 	convert := map[string]tensor.DType{}
 	for _, c := range sk.Plan.Convert {
 		convert[c.Tensor] = c.To
+	}
+	var received map[string]int
+	if len(convert) > 0 {
+		received = sk.In.Index()
 	}
 	for _, t := range sk.Final.Tensors {
 		r := &Route{}
@@ -233,8 +255,8 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan) error {
 		var rev [][]transform.Op
 		for stage.Kind == pipeline.Transform {
 			sp := byStage[stage]
-			i := indexOf(sp.Out, name)
-			if i < 0 {
+			i, ok := lookup(sp, name)
+			if !ok {
 				return fmt.Errorf("internal: tensor %q not produced by %s", name, stage.Addr())
 			}
 			m := sp.Mappings[i]
@@ -242,12 +264,15 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan) error {
 			name = m.From
 			stage = stage.Input
 		}
+		if _, ok := lookup(byStage[stage], name); !ok {
+			return fmt.Errorf("internal: tensor %q not read by %s", name, stage.Addr())
+		}
 		r.Source, r.SourceTensor = stage, name
 		for i := len(rev) - 1; i >= 0; i-- {
 			r.Ops = append(r.Ops, rev[i]...)
 		}
 		if to, ok := convert[t.Name]; ok {
-			in, _ := sk.In.Tensor(t.Name)
+			in := &sk.In.Tensors[received[t.Name]]
 			if in.DType != to {
 				op, _, err := transform.ConvertOp(in, to)
 				if err != nil {
@@ -261,15 +286,6 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan) error {
 	return nil
 }
 
-func indexOf(m *tensor.Manifest, name string) int {
-	for i := range m.Tensors {
-		if m.Tensors[i].Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // buildTrees merges every route that starts at the same source tensor,
 // sharing ops that are the same value (one quantization feeding two sinks).
 func buildTrees(pl *Plan) []*Tree {
@@ -279,10 +295,19 @@ func buildTrees(pl *Plan) []*Tree {
 	}
 	trees := map[key]*Tree{}
 	var order []key
+	// pos is each source tensor's place in its source's list, and rank each
+	// source's place among the stages: the trees' order.
+	pos := map[key]int{}
+	rank := map[*pipeline.Stage]int{}
 	sourceInfo := map[*pipeline.Stage]*tensor.Manifest{}
-	for _, sp := range pl.Stages {
-		if sp.Stage.Kind == pipeline.Source {
-			sourceInfo[sp.Stage] = sp.Out
+	for i, sp := range pl.Stages {
+		if sp.Stage.Kind != pipeline.Source {
+			continue
+		}
+		sourceInfo[sp.Stage] = sp.Out
+		rank[sp.Stage] = i
+		for j, t := range sp.Out.Tensors {
+			pos[key{sp.Stage, t.Name}] = j
 		}
 	}
 	for _, sk := range pl.Sinks {
@@ -291,7 +316,7 @@ func buildTrees(pl *Plan) []*Tree {
 			k := key{r.Source, r.SourceTensor}
 			tr, ok := trees[k]
 			if !ok {
-				info, _ := sourceInfo[r.Source].Tensor(r.SourceTensor)
+				info := &sourceInfo[r.Source].Tensors[pos[k]]
 				tr = &Tree{Source: r.Source, Tensor: *info, Root: &Node{Size: info.Size}}
 				trees[k] = tr
 				order = append(order, k)
@@ -316,20 +341,8 @@ func buildTrees(pl *Plan) []*Tree {
 		}
 	}
 	// Source order first, then tensor order within the source.
-	pos := map[key]int{}
-	for _, sp := range pl.Stages {
-		if sp.Stage.Kind != pipeline.Source {
-			continue
-		}
-		for i, t := range sp.Out.Tensors {
-			pos[key{sp.Stage, t.Name}] = i
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		if order[i].src != order[j].src {
-			return false
-		}
-		return pos[order[i]] < pos[order[j]]
+	slices.SortFunc(order, func(a, b key) int {
+		return cmp.Or(cmp.Compare(rank[a.src], rank[b.src]), cmp.Compare(pos[a], pos[b]))
 	})
 	out := make([]*Tree, len(order))
 	for i, k := range order {

@@ -185,6 +185,9 @@ type digestingSink struct {
 	inputs  *InputDigests
 }
 
+// GathersFileWrites forwards to the sink.
+func (s digestingSink) GathersFileWrites() bool { return plugin.GathersFileWrites(s.Sink) }
+
 // sourceEnd is the input file a tensor is read from and where its bytes end
 // there.
 type sourceEnd struct {

@@ -180,17 +180,23 @@ func (a *Assignment) Restrict(pl *plan.Plan, i int) *plan.Plan {
 			out.Sinks = append(out.Sinks, &c)
 		}
 	}
+	finalIndex := map[*plan.SinkPlan]map[string]int{}
 	keepLeaf := func(l plan.Leaf) (plan.Leaf, bool) {
 		c, ok := copies[l.Sink]
 		if !ok {
 			return l, false
 		}
 		if set := shardOf[l.Sink]; set != nil {
-			t, found := l.Sink.Final.Tensor(l.Name)
+			index, ok := finalIndex[l.Sink]
+			if !ok {
+				index = l.Sink.Final.Index()
+				finalIndex[l.Sink] = index
+			}
+			i, found := index[l.Name]
 			if !found {
 				return l, false
 			}
-			s, _, ok := t.Shard()
+			s, _, ok := l.Sink.Final.Tensors[i].Shard()
 			if !ok {
 				s = 1
 			}
@@ -231,6 +237,9 @@ type partialSink struct {
 	plugin.Sink
 	shards []int
 }
+
+// GathersFileWrites forwards to the sink.
+func (p partialSink) GathersFileWrites() bool { return plugin.GathersFileWrites(p.Sink) }
 
 func (p partialSink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginOptions) error {
 	opts.Shards = p.shards

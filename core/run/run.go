@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -202,22 +203,97 @@ func (r *runner) file(p string) (*os.File, error) {
 	return f, nil
 }
 
-// runTrees runs the tensor jobs, several at once.
+// maxCopies is how many small copy trees (isSmallCopy) run at once,
+// beside the others: they hold no memory of the run's and no core, and
+// their sinks gather them (plugin.FileWriteGatherer: a plugin process's
+// sink sends many in one message, where a model of many small tensors would
+// otherwise cost a round trip each). Small, so that a sink that buffers
+// what it is given holds at most maxCopies × smallCopy bytes for them.
+const (
+	maxCopies = 64
+	smallCopy = 256 << 10
+)
+
+// runTrees runs the tensor jobs, several at once, in their order. Fixed
+// sets of goroutines take the trees one after another (a goroutine per tree
+// would grow a new stack through the plugin calls for each of a model's
+// tensors, of which there can be tens of thousands): 2 × workers + 2 for
+// most trees, and up to maxCopies more for small copy trees, which the
+// first hand over as they come to them.
 func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(2*r.opts.Workers + 2)
-	for rank, t := range trees {
+	run := func(t *plan.Tree, rank int) error {
+		if err := r.runTree(ctx, t, rank); err != nil {
+			if ctx.Err() != nil && !isOwnError(err) {
+				return ctx.Err()
+			}
+			return err
+		}
+		return nil
+	}
+	copyTrees := 0 // small ones
+	for _, t := range trees {
+		if isSmallCopy(t) {
+			copyTrees++
+		}
+	}
+	copies := make(chan int) // ranks of copy trees
+	var next atomic.Int64
+	var feeders sync.WaitGroup
+	for range min(2*r.opts.Workers+2, len(trees)) {
+		feeders.Add(1)
 		g.Go(func() error {
-			if err := r.runTree(ctx, t, rank); err != nil {
-				if ctx.Err() != nil && !isOwnError(err) {
-					return ctx.Err()
+			defer feeders.Done()
+			for ctx.Err() == nil {
+				rank := int(next.Add(1) - 1)
+				if rank >= len(trees) {
+					return nil
 				}
-				return err
+				if isSmallCopy(trees[rank]) {
+					select {
+					case copies <- rank:
+						continue
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				if err := run(trees[rank], rank); err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		})
+	}
+	go func() {
+		feeders.Wait()
+		close(copies)
+	}()
+	for range min(maxCopies, copyTrees) {
+		g.Go(func() error {
+			for rank := range copies {
+				if err := run(trees[rank], rank); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// isSmallCopy reports whether a tree only hands its source file's
+// reference to sinks that gather such writes (no op, every leaf at the root
+// of a tensor with a location), for a tensor of at most smallCopy bytes.
+func isSmallCopy(t *plan.Tree) bool {
+	if t.Tensor.Location == nil || t.Tensor.Size > smallCopy || len(t.Root.Children) > 0 || len(t.Root.Leaves) == 0 {
+		return false
+	}
+	for _, l := range t.Root.Leaves {
+		if !plugin.GathersFileWrites(l.Sink.Sink) {
+			return false
+		}
+	}
+	return true
 }
 
 func isOwnError(err error) bool {
@@ -342,6 +418,15 @@ func lcm(a, b *big.Int) *big.Int {
 // rank is the tree's place in the run: the lower, the sooner its ops get a
 // core (cpuGate).
 func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
+	if t.Tensor.Location != nil && len(t.Root.Leaves) == 1 && len(t.Root.Children) == 0 {
+		// One sink takes the file reference: no goroutine of its own.
+		leaf := t.Root.Leaves[0]
+		if err := leaf.Sink.Sink.Write(ctx, leaf.Name, plugin.FileData(*t.Tensor.Location)); err != nil {
+			return &treeError{tree: t, leaf: &leaf, err: noSpace(leaf.Sink, err)}
+		}
+		r.done(t, t.Tensor.Size)
+		return nil
+	}
 	slot := uint64(r.opts.Arena.SlotSize())
 	lay := planLayout(t, slot)
 	g, ctx := errgroup.WithContext(ctx)

@@ -144,9 +144,10 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 	}
 	// Unit keys of tensors left out by only go too: they describe nothing here.
 	if len(s.cfg.Only) > 0 {
+		inSet := set.tensorNames()
 		for _, k := range append([]string(nil), m.Metadata.Keys()...) {
 			if name, ok := strings.CutPrefix(k, UnitKeyPrefix); ok {
-				if _, in := s.located[name]; !in && set.hasTensor(name) {
+				if _, in := s.located[name]; !in && inSet[name] {
 					m.Metadata.Delete(k)
 				}
 			}
@@ -155,13 +156,15 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 	return m, nil
 }
 
-func (s *Set) hasTensor(name string) bool {
+// tensorNames returns the names of the tensors of every file of the set.
+func (s *Set) tensorNames() map[string]bool {
+	names := map[string]bool{}
 	for _, f := range s.Files {
-		if _, ok := f.Tensor(name); ok {
-			return true
+		for i := range f.Tensors {
+			names[f.Tensors[i].Name] = true
 		}
 	}
-	return false
+	return names
 }
 
 // Open returns a reader over one tensor's bytes.

@@ -54,6 +54,7 @@ type SourceConfig struct {
 type Source struct {
 	cfg      SourceConfig
 	manifest *tensor.Manifest
+	byName   map[string]int // manifest's tensors by name
 }
 
 // OpenSource checks that the path exists; Describe reads it.
@@ -174,7 +175,7 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			return nil, err
 		}
 	}
-	s.manifest = m
+	s.manifest, s.byName = m, m.Index()
 	return m, nil
 }
 
@@ -298,10 +299,11 @@ func (s *Source) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, ok := m.Tensor(name)
+	i, ok := s.byName[name]
 	if !ok {
 		return nil, &plugin.InputError{File: s.cfg.Path, Tensor: name, Msg: "no such tensor"}
 	}
+	t := &m.Tensors[i]
 	f, err := os.Open(t.Location.Path)
 	if err != nil {
 		return nil, &plugin.InputError{File: t.Location.Path, Tensor: name, Msg: "cannot open", Err: err}

@@ -31,6 +31,10 @@ type File struct {
 	noFsync   bool
 	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
 	followers []*Follower // dig and those Follow started
+
+	// dirty is what Dirty gathered since it last handed a span out.
+	dirty      span
+	dirtyBytes int64
 }
 
 const tmpMarker = ".sluice-tmp-"
@@ -211,6 +215,32 @@ func (f *File) Commit() error {
 		return nil
 	}
 	return SyncDir(filepath.Dir(f.final))
+}
+
+// Dirty records that bytes [off, off+n) were written. Once the bytes it
+// recorded since it last returned ok reach step, it returns the span they
+// lie in and ok, and starts gathering anew: the caller starts the span's
+// writeback (sync_file_range), so the disk works while the run goes on,
+// once per step bytes rather than once per write however small the writes
+// are. Bytes still gathered at Commit are synced there.
+func (f *File) Dirty(off, n, step int64) (from, length int64, ok bool) {
+	if n <= 0 {
+		return 0, 0, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirtyBytes == 0 {
+		f.dirty = span{off, off + n}
+	} else {
+		f.dirty = span{min(f.dirty.off, off), max(f.dirty.end, off+n)}
+	}
+	f.dirtyBytes += n
+	if f.dirtyBytes < step {
+		return 0, 0, false
+	}
+	d := f.dirty
+	f.dirty, f.dirtyBytes = span{}, 0
+	return d.off, d.end - d.off, true
 }
 
 // SkipFsync makes Commit rename the file without syncing it or its

@@ -124,3 +124,33 @@ func TestSkipFsync(t *testing.T) {
 		}
 	}
 }
+
+// Dirty gathers small writes and hands out their span once they add up to
+// the step, then starts over; one write of the step or more is handed out
+// at once.
+func TestDirtyGathersSmallWritesIntoSpans(t *testing.T) {
+	f, err := Create(filepath.Join(t.TempDir(), "out"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	type call struct {
+		off, n     int64
+		from, size int64
+		due        bool
+	}
+	for i, c := range []call{
+		{off: 100, n: 10},
+		{off: 40, n: 20}, // 30 bytes gathered over [40, 110)
+		{off: 200, n: 0}, // nothing written
+		{off: 300, n: 70, from: 40, size: 330, due: true}, // 100: [40, 370)
+		{off: 500, n: 99},
+		{off: 600, n: 1, from: 500, size: 101, due: true}, // anew from 500
+		{off: 0, n: 250, from: 0, size: 250, due: true},
+	} {
+		from, size, due := f.Dirty(c.off, c.n, 100)
+		if due != c.due || from != c.from || size != c.size {
+			t.Errorf("call %d: Dirty(%d, %d) = %d, %d, %v; want %d, %d, %v", i, c.off, c.n, from, size, due, c.from, c.size, c.due)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func (s *remoteSource) OpenChunks(ctx context.Context, name string, pool *Pool, 
 }
 
 func (s *remoteSource) open(ctx context.Context, name string, pool *Pool, align, maxChunk int) (ChunkReader, error) {
-	ctx, wd := s.c.watch(ctx, fmt.Sprintf("the next chunk of tensor %q", name))
+	ctx, wd := s.c.watch(ctx, func() string { return fmt.Sprintf("the next chunk of tensor %q", name) })
 	cancel := wd.stop
 	stream, err := s.c.source.Read(ctx)
 	if err != nil {
@@ -294,6 +294,8 @@ func (r *remoteReader) Close() error {
 type remoteSink struct {
 	c       *rpcClient
 	session uint64
+	lanes   writeLanes  // idle WriteSeries streams (protocol 1.3)
+	files   fileBatches // writes of file references waiting for a message
 }
 
 func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
@@ -332,6 +334,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 	ctx, cancel := s.c.unary(ctx, "Commit")
 	defer cancel()
+	s.lanes.close(ctx)
 	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {
 		return nil, s.c.callErr(ctx, err)
@@ -349,6 +352,7 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 func (s *remoteSink) Abort(ctx context.Context) error {
 	ctx, cancel := s.c.unary(ctx, "Abort")
 	defer cancel()
+	s.lanes.close(ctx)
 	_, err := s.c.sink.Abort(ctx, &pb.SessionRequest{Session: s.session})
 	return s.c.callErr(ctx, err)
 }
@@ -359,36 +363,61 @@ type chunkedData interface {
 }
 
 func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
+	if ref, ok := data.File(); ok && s.GathersFileWrites() {
+		return s.writeFile(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
+			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}})
+	}
 	// The watchdog runs while the plugin holds arena slots, while a send
 	// waits for it, and while the final confirmation is awaited.
-	ctx, wd := s.c.watch(ctx, fmt.Sprintf("tensor %q to be written", name))
+	ctx, wd := s.c.watch(ctx, func() string { return fmt.Sprintf("tensor %q to be written", name) })
 	defer wd.stop()
-	cancel := func() { wd.cancel(context.Canceled) }
-	stream, err := s.c.sink.Write(ctx)
+	if !s.c.info.WriteSeries {
+		stream, err := s.c.sink.Write(ctx)
+		if err != nil {
+			return s.c.callErr(ctx, err)
+		}
+		return s.writeOver(ctx, wd, stream, false, name, data)
+	}
+	lane, err := s.lanes.take(s.c)
 	if err != nil {
 		return s.c.callErr(ctx, err)
 	}
+	// The lane outlives this write, so ending ctx (the watchdog, a failed
+	// run) must end the lane's stream too; it is then not used again.
+	stop := context.AfterFunc(ctx, lane.cancel)
+	err = s.writeOver(ctx, wd, lane.stream, true, name, data)
+	if !stop() || err != nil {
+		lane.cancel()
+		return err
+	}
+	s.lanes.put(lane)
+	return nil
+}
+
+// writeOver writes one tensor over stream: a Write stream of its own, or
+// a WriteSeries lane (series), which stays open for the next tensor.
+func (s *remoteSink) writeOver(ctx context.Context, wd *watchdog, stream writeClientStream, series bool, name string, data TensorData) error {
+	cancel := func() { wd.cancel(context.Canceled) }
 	start := &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size()}
 	if ref, ok := data.File(); ok && s.c.info.FileRefs {
 		start.File = &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}
 	}
 	waited := wd.wait()
-	err = stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}})
+	err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: start}})
 	waited()
 	if err != nil {
 		return s.waitErr(ctx, stream, err)
 	}
 
-	// Acknowledgements arrive on their own goroutine: each frees a slot.
 	var mu sync.Mutex
 	inFlight := map[uint32]*Chunk{}
-	acks := make(chan error, 1)
-	go func() {
+	// receive reads acknowledgements, each of which may free a slot, up to
+	// the one that confirms the tensor.
+	receive := func() error {
 		for {
 			ack, err := stream.Recv()
 			if err != nil {
-				acks <- err
-				return
+				return err
 			}
 			wd.progress()
 			if ack.HasSlot {
@@ -402,11 +431,30 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 				}
 			}
 			if ack.Done {
-				acks <- nil
-				return
+				return nil
 			}
 		}
-	}()
+	}
+	if start.File != nil {
+		// No chunk follows, so nothing to send while waiting: the
+		// confirmation is awaited here (ending ctx ends the stream).
+		if !series {
+			if err := stream.CloseSend(); err != nil {
+				return s.c.callErr(ctx, err)
+			}
+		}
+		defer wd.wait()()
+		if err := receive(); err != nil {
+			if ctx.Err() != nil {
+				return s.ctxErr(ctx)
+			}
+			return s.confirmErr(ctx, name, err)
+		}
+		return nil
+	}
+	// Acknowledgements arrive on their own goroutine while chunks are sent.
+	acks := make(chan error, 1)
+	go func() { acks <- receive() }()
 	releaseAll := func() {
 		mu.Lock()
 		for k, c := range inFlight {
@@ -417,51 +465,69 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 		mu.Unlock()
 	}
 
-	if start.File == nil {
-		if err := s.sendChunks(ctx, stream, data, &mu, inFlight, wd); err != nil {
-			var se *sendError
-			if errors.As(err, &se) {
-				// The plugin ended the stream; its reason arrives on Recv.
-				ackErr := <-acks
-				releaseAll()
-				if ackErr != nil && ackErr != io.EOF {
-					return s.c.callErr(ctx, ackErr)
-				}
-				return s.c.callErr(ctx, se.err)
-			}
-			cancel()
-			<-acks
-			releaseAll()
-			if he := hangOf(ctx); he != nil {
-				return s.c.callErr(ctx, err)
-			}
-			return err
-		}
+	sent, err := s.sendChunks(ctx, stream, data, &mu, inFlight, wd)
+	if err == nil && series && sent != start.Size {
+		// The plugin waits for the rest; only ending the lane tells it.
+		err = fmt.Errorf("tensor %q: its data ended after %d of its %d bytes", name, sent, start.Size)
 	}
-	if err := stream.CloseSend(); err != nil {
-		return s.c.callErr(ctx, err)
+	if err != nil {
+		var se *sendError
+		if errors.As(err, &se) {
+			// The plugin ended the stream; its reason arrives on Recv.
+			ackErr := <-acks
+			releaseAll()
+			if ackErr != nil && ackErr != io.EOF {
+				return s.c.callErr(ctx, ackErr)
+			}
+			return s.c.callErr(ctx, se.err)
+		}
+		cancel()
+		<-acks
+		releaseAll()
+		if he := hangOf(ctx); he != nil {
+			return s.c.callErr(ctx, err)
+		}
+		return err
+	}
+	if !series {
+		if err := stream.CloseSend(); err != nil {
+			return s.c.callErr(ctx, err)
+		}
 	}
 	defer wd.wait()()
 	select {
 	case err := <-acks:
 		releaseAll()
-		if err != nil && err != io.EOF {
-			return s.c.callErr(ctx, err)
-		}
-		if err == io.EOF {
-			return fmt.Errorf("plugin %s closed the write of tensor %q without confirming it", s.c.info.Name, name)
-		}
-		return nil
+		return s.confirmErr(ctx, name, err)
 	case <-ctx.Done():
 		releaseAll()
-		if hangOf(ctx) != nil {
-			return s.c.callErr(ctx, ctx.Err())
-		}
-		return ctx.Err()
+		return s.ctxErr(ctx)
 	}
 }
 
-func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient, data TensorData, mu *sync.Mutex, inFlight map[uint32]*Chunk, wd *watchdog) error {
+// confirmErr is the error of a write whose acknowledgements ended with err:
+// none when the plugin confirmed the tensor (err is nil).
+func (s *remoteSink) confirmErr(ctx context.Context, name string, err error) error {
+	switch err {
+	case nil:
+		return nil
+	case io.EOF:
+		return fmt.Errorf("plugin %s closed the write of tensor %q without confirming it", s.c.info.Name, name)
+	}
+	return s.c.callErr(ctx, err)
+}
+
+// ctxErr is the error of a write whose context ended: the plugin's hang
+// when its watchdog ended it.
+func (s *remoteSink) ctxErr(ctx context.Context) error {
+	if hangOf(ctx) != nil {
+		return s.c.callErr(ctx, ctx.Err())
+	}
+	return ctx.Err()
+}
+
+// sendChunks sends data's bytes as chunks and returns how many it sent.
+func (s *remoteSink) sendChunks(ctx context.Context, stream writeClientStream, data TensorData, mu *sync.Mutex, inFlight map[uint32]*Chunk, wd *watchdog) (uint64, error) {
 	var off uint64
 	sendInline := func(b []byte) error {
 		for len(b) > 0 {
@@ -484,10 +550,10 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient,
 		for {
 			c, err := cd.NextChunk(ctx)
 			if err == io.EOF {
-				return nil
+				return off, nil
 			}
 			if err != nil {
-				return err
+				return off, err
 			}
 			arena, slot, inArena := c.Slot()
 			if inArena && arena == s.c.arena {
@@ -499,7 +565,7 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient,
 				if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
 					Offset: off, Length: uint64(len(c.Data)), Payload: &pb.Chunk_Slot{Slot: slot}, Last: last,
 				}}}); err != nil {
-					return &sendError{err}
+					return off, &sendError{err}
 				}
 				off += uint64(len(c.Data))
 				continue
@@ -507,7 +573,7 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient,
 			err = sendInline(c.Data)
 			c.Release()
 			if err != nil {
-				return err
+				return off, err
 			}
 		}
 	}
@@ -516,14 +582,14 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream pb.Sink_WriteClient,
 		n, err := io.ReadFull(data, buf)
 		if n > 0 {
 			if err := sendInline(buf[:n]); err != nil {
-				return err
+				return off, err
 			}
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil
+			return off, nil
 		}
 		if err != nil {
-			return err
+			return off, err
 		}
 	}
 }
@@ -536,7 +602,7 @@ func (e *sendError) Error() string { return e.err.Error() }
 
 // waitErr turns a failed Send into the plugin's own error: gRPC reports the
 // reason on Recv, Send only says the stream ended.
-func (s *remoteSink) waitErr(ctx context.Context, stream pb.Sink_WriteClient, sendErr error) error {
+func (s *remoteSink) waitErr(ctx context.Context, stream writeClientStream, sendErr error) error {
 	for {
 		_, err := stream.Recv()
 		if err != nil {

@@ -84,7 +84,7 @@ func CopyToFile(dst OutputFile, off int64, data TensorData) error {
 	if ref, ok := data.File(); ok {
 		if err := copyFileRange(dst, off, ref); err == nil {
 			if eager {
-				startWriteback(dst, off, int64(ref.Length))
+				writeback(dst, off, int64(ref.Length))
 			}
 			return nil
 		} else if !errorsIsUnsupported(err) {
@@ -143,8 +143,22 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 func (w *offsetWriter) writeback() {
 	if w.off > w.flushed {
 		if w.eager {
-			startWriteback(w.f, w.flushed, w.off-w.flushed)
+			writeback(w.f, w.flushed, w.off-w.flushed)
 		}
 		w.flushed = w.off
 	}
+}
+
+// writeback starts the writeback of bytes [off, off+n) of f just written.
+// An output gathers its small writes first (atomicfile.File.Dirty): a
+// sync_file_range per tensor of a few kilobytes costs more than it gains,
+// as each submits its own small disk write.
+func writeback(f OutputFile, off, n int64) {
+	if af, ok := f.(*atomicfile.File); ok {
+		if from, length, due := af.Dirty(off, n, writebackStep); due {
+			startWriteback(f, from, length)
+		}
+		return
+	}
+	startWriteback(f, off, n)
 }

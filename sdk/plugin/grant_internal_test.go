@@ -55,7 +55,7 @@ func TestGrantAfterThePluginEndedTheStream(t *testing.T) {
 	copy(granted.Data[:cap(granted.Data)], want)
 
 	c := &rpcClient{info: &Info{Name: "test"}, wrap: func(err error) error { return err }}
-	wctx, wd := c.watch(ctx, "the next chunk")
+	wctx, wd := c.watch(ctx, func() string { return "the next chunk" })
 	stream := &endedReadStream{chunks: []*pb.Chunk{{Offset: 0, Length: uint64(len(want)), Payload: &pb.Chunk_Slot{Slot: slot}, Last: true}}}
 	r := &remoteReader{c: c, stream: stream, cancel: wd.stop, pool: pool, arena: true, window: 2,
 		pending: map[uint32]*Chunk{slot: granted}, ctx: wctx, wd: wd}

@@ -8,11 +8,11 @@ import (
 // ProtocolVersion is the major version of the plugin protocol
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
-// without fsync). Minors are additive: a peer of another minor of the same
-// major works with this one.
+// without fsync, 1.3 series of tensor writes over one stream). Minors are
+// additive: a peer of another minor of the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 2
+	ProtocolMinor   = 3
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -28,6 +28,10 @@ type Info struct {
 	// FileRefs reports that the plugin reads file references itself; a
 	// plugin that does not is sent the bytes instead.
 	FileRefs bool
+	// WriteSeries reports that the plugin takes the writes of many tensors
+	// over one stream (protocol 1.3); to one that does not, the host opens a
+	// stream per tensor.
+	WriteSeries bool
 }
 
 // ComponentInfo describes one source or sink type.
@@ -56,7 +60,7 @@ func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
 
 // Info describes the plugin as a client would see it.
 func (p *Plugin) Info() *Info {
-	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true}
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true}
 	for _, s := range p.Sources {
 		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
 	}

@@ -50,6 +50,23 @@ type Sink interface {
 	Abort(ctx context.Context) error
 }
 
+// FileWriteGatherer is implemented by a Sink that gathers concurrent
+// writes of tensors whose bytes lie in files into fewer operations, as the
+// host's end of a plugin process's sink does (protocol 1.3's WriteFiles
+// messages). The core keeps more such writes of small tensors in flight for
+// it, so that there is more to gather; to a sink that makes every write
+// itself, that would only add contention.
+type FileWriteGatherer interface {
+	// GathersFileWrites reports whether the sink gathers them.
+	GathersFileWrites() bool
+}
+
+// GathersFileWrites reports whether s is a FileWriteGatherer that gathers.
+func GathersFileWrites(s Sink) bool {
+	g, ok := s.(FileWriteGatherer)
+	return ok && g.GathersFileWrites()
+}
+
 // SinkPlan is a sink's decision for one manifest.
 type SinkPlan struct {
 	// Convert lists tensors that must arrive in another dtype than the

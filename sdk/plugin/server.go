@@ -33,9 +33,10 @@ type server struct {
 }
 
 type sourceSession struct {
-	src Source
-	mu  sync.Mutex
-	man *tensor.Manifest
+	src   Source
+	mu    sync.Mutex
+	man   *tensor.Manifest
+	index map[string]int // man's tensors by name
 }
 
 func newServer(p *Plugin, arena *Arena) *server {
@@ -131,9 +132,23 @@ func (ss *sourceSession) manifest(ctx context.Context) (*tensor.Manifest, error)
 		if err != nil {
 			return nil, err
 		}
-		ss.man = m
+		ss.man, ss.index = m, m.Index()
 	}
 	return ss.man, nil
+}
+
+// tensor returns the described tensor called name; a read of each of a
+// model's tensors must not scan the list each time.
+func (ss *sourceSession) tensor(ctx context.Context, name string) (*tensor.TensorInfo, bool, error) {
+	m, err := ss.manifest(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	i, ok := ss.index[name] // set with man, under the lock manifest took
+	if !ok {
+		return nil, false, nil
+	}
+	return &m.Tensors[i], true, nil
 }
 
 func (s sourceServer) Describe(ctx context.Context, req *pb.SessionRequest) (*pb.DescribeResponse, error) {
@@ -176,11 +191,10 @@ func (s sourceServer) Read(stream pb.Source_ReadServer) error {
 	if err != nil {
 		return toStatus(err)
 	}
-	m, err := ss.manifest(ctx)
+	info, ok, err := ss.tensor(ctx, start.Tensor)
 	if err != nil {
 		return toStatus(err)
 	}
-	info, ok := m.Tensor(start.Tensor)
 	if !ok {
 		return toStatus(&InputError{Tensor: start.Tensor, Msg: "no such tensor"})
 	}
@@ -350,14 +364,93 @@ func (s sinkServer) Abort(ctx context.Context, req *pb.SessionRequest) (*pb.Empt
 }
 
 func (s sinkServer) Write(stream pb.Sink_WriteServer) error {
-	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
+	return s.writeTensor(stream, first, false)
+}
+
+// WriteSeries serves the writes of tensor after tensor over one stream
+// (protocol 1.3): each is what Write does with one, its end told by its
+// size rather than by the end of the stream.
+func (s sinkServer) WriteSeries(stream pb.Sink_WriteSeriesServer) error {
+	for {
+		first, err := stream.Recv()
+		if err == io.EOF {
+			return nil // the host closed the series between tensors
+		}
+		if err != nil {
+			return err
+		}
+		if files := first.GetFiles(); files != nil {
+			err = s.writeFiles(stream, files)
+		} else {
+			err = s.writeTensor(stream, first, true)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeFiles writes a WriteFiles' tensors in order and confirms them all in
+// one acknowledgement; when one fails, it says how many before it were
+// written, and its error ends the stream.
+func (s sinkServer) writeFiles(stream writeStream, files *pb.WriteFiles) error {
+	ctx := stream.Context()
+	for i, start := range files.Tensors {
+		if err := s.writeFile(ctx, start); err != nil {
+			if serr := stream.Send(&pb.WriteAck{Written: uint32(i)}); serr != nil {
+				return serr
+			}
+			return toStatus(err)
+		}
+	}
+	return stream.Send(&pb.WriteAck{Done: true, Written: uint32(len(files.Tensors))})
+}
+
+// writeFile writes a tensor whose start carries a file reference.
+func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
+	f := start.File
+	if f == nil {
+		return fmt.Errorf("tensor %q: a write of files without a file reference", start.Tensor)
+	}
+	sk, err := s.sink(start.Session)
+	if err != nil {
+		return err
+	}
+	if f.Length != start.Size {
+		return fmt.Errorf("tensor %q: file reference of %d bytes for a tensor of %d", start.Tensor, f.Length, start.Size)
+	}
+	if err := checkFileRef(f); err != nil {
+		return err
+	}
+	return sk.Write(ctx, start.Tensor, FileData(tensor.FileRef{Path: f.Path, Offset: f.Offset, Length: f.Length}))
+}
+
+// writeStream is the plugin's end of a Write or WriteSeries stream.
+type writeStream interface {
+	Context() context.Context
+	Recv() (*pb.WriteRequest, error)
+	Send(*pb.WriteAck) error
+}
+
+// writeTensor writes the tensor whose start is first and acknowledges it
+// with done. In a series (bounded) the tensor's chunks end with the one
+// marked last, or with none for a tensor of 0 bytes; in a Write, also with
+// the end of the stream.
+func (s sinkServer) writeTensor(stream writeStream, first *pb.WriteRequest, bounded bool) error {
+	ctx := stream.Context()
 	start := first.GetStart()
 	if start == nil {
 		return toStatus(fmt.Errorf("write stream must begin with a start message"))
+	}
+	if start.File != nil {
+		if err := s.writeFile(ctx, start); err != nil {
+			return toStatus(err)
+		}
+		return stream.Send(&pb.WriteAck{Done: true})
 	}
 	sk, err := s.sink(start.Session)
 	if err != nil {
@@ -369,20 +462,10 @@ func (s sinkServer) Write(stream pb.Sink_WriteServer) error {
 		defer sendMu.Unlock()
 		return stream.Send(a)
 	}
-	if f := start.File; f != nil {
-		if f.Length != start.Size {
-			return toStatus(fmt.Errorf("tensor %q: file reference of %d bytes for a tensor of %d", start.Tensor, f.Length, start.Size))
-		}
-		if err := checkFileRef(f); err != nil {
-			return toStatus(err)
-		}
-		data := FileData(tensor.FileRef{Path: f.Path, Offset: f.Offset, Length: f.Length})
-		if err := sk.Write(ctx, start.Tensor, data); err != nil {
-			return toStatus(err)
-		}
-		return send(&pb.WriteAck{Done: true})
-	}
 	cr := &streamChunks{stream: stream, arena: s.arena, send: send}
+	if bounded {
+		cr.size, cr.done = start.Size, start.Size == 0
+	}
 	data := NewChunkData(ctx, start.Size, cr, nil)
 	werr := sk.Write(ctx, start.Tensor, data)
 	data.Close()
@@ -391,6 +474,9 @@ func (s sinkServer) Write(stream pb.Sink_WriteServer) error {
 	}
 	if data.Consumed() != start.Size {
 		return toStatus(fmt.Errorf("sink %s consumed %d of the %d bytes of tensor %q", s.impl.Name, data.Consumed(), start.Size, start.Tensor))
+	}
+	if bounded && !cr.done {
+		return toStatus(fmt.Errorf("write stream: tensor %q: no chunk of its %d bytes was marked last", start.Tensor, start.Size))
 	}
 	return send(&pb.WriteAck{Done: true})
 }
@@ -413,14 +499,18 @@ func addU64(a, b uint64) (uint64, bool) {
 	return s, s >= a
 }
 
-// streamChunks reads a Write stream's chunks as a ChunkReader; releasing an
-// arena chunk acknowledges its slot to the host.
+// streamChunks reads a tensor's chunks from a Write or WriteSeries stream
+// as a ChunkReader; releasing an arena chunk acknowledges its slot to the
+// host.
 type streamChunks struct {
-	stream pb.Sink_WriteServer
+	stream writeStream
 	arena  *Arena
 	send   func(*pb.WriteAck) error
 	off    uint64
 	done   bool
+	// size, in a series, bounds the tensor: a chunk past it is an error,
+	// not the next tensor's.
+	size uint64
 }
 
 func (s *streamChunks) NextChunk(ctx context.Context) (*Chunk, error) {
@@ -441,6 +531,9 @@ func (s *streamChunks) NextChunk(ctx context.Context) (*Chunk, error) {
 	}
 	if c.Offset != s.off {
 		return nil, fmt.Errorf("write stream: chunk at offset %d, expected %d", c.Offset, s.off)
+	}
+	if s.size > 0 && (c.Length > s.size-s.off || c.Last != (s.off+c.Length == s.size)) {
+		return nil, fmt.Errorf("write stream: chunk [%d, +%d) of a tensor of %d bytes marked last = %v", c.Offset, c.Length, s.size, c.Last)
 	}
 	s.off += c.Length
 	if c.Last {

@@ -105,47 +105,60 @@ func hangOf(ctx context.Context) *HangError {
 
 // watchdog cancels a stream when the plugin keeps the host waiting longer
 // than the timeout. It counts only the time the host waits for the plugin
-// (armed), never the time the host itself takes.
+// (armed), never the time the host itself takes. It is a timer, not a
+// goroutine: a run watches every tensor it moves.
 type watchdog struct {
 	timeout time.Duration
-	he      *HangError // the error the watchdog ends the stream with
+	he      *HangError    // the error the watchdog ends the stream with
+	op      func() string // what is awaited, for he; called if it fires
 	cancel  context.CancelCauseFunc
 
 	mu      sync.Mutex
 	waiting int       // operations waiting for the plugin
 	since   time.Time // when the wait began, or the last progress
-	done    chan struct{}
+	timer   *time.Timer
+	stopped bool
 }
 
 // watch returns a context for a stream and its watchdog; stop the watchdog
-// when the stream ends. Without a timeout the watchdog does nothing.
-func (c *rpcClient) watch(ctx context.Context, op string) (context.Context, *watchdog) {
-	he := &HangError{Op: op, Timeout: c.timeout}
+// when the stream ends. Without a timeout the watchdog does nothing. op
+// says what the host waits for, `tensor "w" to be written`; it is called
+// only when the watchdog fires.
+func (c *rpcClient) watch(ctx context.Context, op func() string) (context.Context, *watchdog) {
+	he := &HangError{Timeout: c.timeout}
 	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, hangKey{}, he))
-	w := &watchdog{timeout: c.timeout, he: he, cancel: cancel, done: make(chan struct{})}
+	w := &watchdog{timeout: c.timeout, he: he, op: op, cancel: cancel}
 	if c.timeout > 0 {
-		go w.run()
+		w.mu.Lock()
+		w.timer = time.AfterFunc(c.timeout, w.check)
+		w.mu.Unlock()
 	}
 	return ctx, w
 }
 
-func (w *watchdog) run() {
-	tick := time.NewTicker(max(w.timeout/8, 5*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.done:
-			return
-		case now := <-tick.C:
-			w.mu.Lock()
-			expired := w.waiting > 0 && now.Sub(w.since) > w.timeout
-			w.mu.Unlock()
-			if expired {
-				w.cancel(w.he)
-				return
-			}
-		}
+// check ends the stream when a wait has lasted the timeout, and otherwise
+// sets the timer for when the current wait would reach it (or a timeout
+// from now, when nothing waits).
+func (w *watchdog) check() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
 	}
+	next := w.timeout
+	if w.waiting > 0 {
+		waited := time.Since(w.since)
+		if waited >= w.timeout {
+			w.stopped = true
+			w.mu.Unlock()
+			w.he.Op = w.op()
+			w.cancel(w.he)
+			return
+		}
+		next = w.timeout - waited
+	}
+	w.timer.Reset(next)
+	w.mu.Unlock()
 }
 
 // wait marks the start of a wait for the plugin; call the returned function
@@ -181,10 +194,11 @@ func (w *watchdog) progress() {
 
 // stop ends the watchdog and releases its context.
 func (w *watchdog) stop() {
-	select {
-	case <-w.done:
-	default:
-		close(w.done)
+	w.mu.Lock()
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
 	}
+	w.mu.Unlock()
 	w.cancel(context.Canceled)
 }

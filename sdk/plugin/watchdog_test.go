@@ -73,12 +73,12 @@ func (s *slowSink) Write(ctx context.Context, name string, data TensorData) erro
 func (s *slowSink) Commit(ctx context.Context) ([]Artifact, error) { return nil, nil }
 func (s *slowSink) Abort(ctx context.Context) error                { return nil }
 
-// connect serves p over an in-memory gRPC connection and returns a client
-// with the given timeout whose onHang counts calls.
-func connect(t *testing.T, p *Plugin, timeout time.Duration) (*rpcClient, *atomic.Int32) {
+// connect serves p over an in-memory gRPC connection (with opts) and
+// returns a client with the given timeout whose onHang counts calls.
+func connect(t *testing.T, p *Plugin, timeout time.Duration, opts ...grpc.ServerOption) (*rpcClient, *atomic.Int32) {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	srv := newServer(p, nil)
 	pb.RegisterPluginServer(gs, srv)
 	pb.RegisterSourceServer(gs, sourceServer{server: srv})
@@ -173,6 +173,9 @@ func TestHungPluginIsStopped(t *testing.T) {
 		// More than gRPC's flow-control window, so the sends block.
 		err = sk.Write(ctx, "t", BytesData(bytes.Repeat([]byte{1}, 8<<20)))
 		wantHang(t, "write", err, hangs, began, timeout)
+		if he := (*HangError)(nil); errors.As(err, &he) && he.Op != `tensor "t" to be written` {
+			t.Errorf("the error names %q, want the tensor's write", he.Op)
+		}
 	})
 }
 

@@ -1,12 +1,22 @@
-// Sluice plugin protocol, version 1.2: version 1.1 plus digests computed by
-// sinks, and outputs without fsync.
+// Sluice plugin protocol, version 1.3: version 1.2 plus series of tensor
+// writes over one stream.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.2 host, and the reverse.
+// a 1.3 host, and the reverse.
+//
+// Added in 1.3:
+//   - Sink.WriteSeries: the writes of many tensors, one after another, over
+//     one stream, where Write opens a stream per tensor (a model can have
+//     tens of thousands of tensors, and a stream costs both processes more
+//     than a message);
+//   - WriteRequest.files and WriteAck.written: in a WriteSeries, the writes
+//     of several tensors whose bytes all lie in files, in one message;
+//   - Capabilities.write_series: the plugin serves WriteSeries (files
+//     included); the host calls it only then.
 //
 // Added in 1.2:
 //   - BeginRequest.digests: the host asks the sink for the SHA-256 of every
@@ -32,7 +42,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.2.proto
+// source: sluice_plugin_1.3.proto
 
 package pluginv1
 
@@ -189,7 +199,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.2.proto",
+	Metadata: "sluice_plugin_1.3.proto",
 }
 
 const (
@@ -408,16 +418,17 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.2.proto",
+	Metadata: "sluice_plugin_1.3.proto",
 }
 
 const (
-	Sink_Open_FullMethodName   = "/sluice.plugin.v1.Sink/Open"
-	Sink_Plan_FullMethodName   = "/sluice.plugin.v1.Sink/Plan"
-	Sink_Begin_FullMethodName  = "/sluice.plugin.v1.Sink/Begin"
-	Sink_Write_FullMethodName  = "/sluice.plugin.v1.Sink/Write"
-	Sink_Commit_FullMethodName = "/sluice.plugin.v1.Sink/Commit"
-	Sink_Abort_FullMethodName  = "/sluice.plugin.v1.Sink/Abort"
+	Sink_Open_FullMethodName        = "/sluice.plugin.v1.Sink/Open"
+	Sink_Plan_FullMethodName        = "/sluice.plugin.v1.Sink/Plan"
+	Sink_Begin_FullMethodName       = "/sluice.plugin.v1.Sink/Begin"
+	Sink_Write_FullMethodName       = "/sluice.plugin.v1.Sink/Write"
+	Sink_WriteSeries_FullMethodName = "/sluice.plugin.v1.Sink/WriteSeries"
+	Sink_Commit_FullMethodName      = "/sluice.plugin.v1.Sink/Commit"
+	Sink_Abort_FullMethodName       = "/sluice.plugin.v1.Sink/Abort"
 )
 
 // SinkClient is the client API for Sink service.
@@ -433,6 +444,19 @@ type SinkClient interface {
 	// carries a file reference. The plugin acknowledges every arena chunk once
 	// it no longer needs the slot, and ends with a WriteAck with done = true.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteAck], error)
+	// WriteSeries (1.3) carries the writes of any number of tensors, one after
+	// another, each as Write carries one: a WriteStart, then Chunks unless the
+	// start carries a file reference, the last chunk marked last (a tensor of
+	// 0 bytes has none); the plugin acknowledges slots as in Write and ends
+	// each tensor with a WriteAck with done = true, after which the host may
+	// send the next WriteStart. Instead of a WriteStart the host may send
+	// WriteFiles: tensors whose bytes all lie in files, which the plugin writes
+	// in order and confirms with one WriteAck with done = true and written =
+	// their number. The plugin ends the stream with an error when a tensor
+	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
+	// it were written; the host then opens another stream for the rest), and
+	// with OK when the host closes its side between tensors.
+	WriteSeries(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteAck], error)
 	Commit(ctx context.Context, in *SessionRequest, opts ...grpc.CallOption) (*CommitResponse, error)
 	Abort(ctx context.Context, in *SessionRequest, opts ...grpc.CallOption) (*Empty, error)
 }
@@ -488,6 +512,19 @@ func (c *sinkClient) Write(ctx context.Context, opts ...grpc.CallOption) (grpc.B
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sink_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteAck]
 
+func (c *sinkClient) WriteSeries(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteAck], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sink_ServiceDesc.Streams[1], Sink_WriteSeries_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WriteRequest, WriteAck]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sink_WriteSeriesClient = grpc.BidiStreamingClient[WriteRequest, WriteAck]
+
 func (c *sinkClient) Commit(ctx context.Context, in *SessionRequest, opts ...grpc.CallOption) (*CommitResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CommitResponse)
@@ -521,6 +558,19 @@ type SinkServer interface {
 	// carries a file reference. The plugin acknowledges every arena chunk once
 	// it no longer needs the slot, and ends with a WriteAck with done = true.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteAck]) error
+	// WriteSeries (1.3) carries the writes of any number of tensors, one after
+	// another, each as Write carries one: a WriteStart, then Chunks unless the
+	// start carries a file reference, the last chunk marked last (a tensor of
+	// 0 bytes has none); the plugin acknowledges slots as in Write and ends
+	// each tensor with a WriteAck with done = true, after which the host may
+	// send the next WriteStart. Instead of a WriteStart the host may send
+	// WriteFiles: tensors whose bytes all lie in files, which the plugin writes
+	// in order and confirms with one WriteAck with done = true and written =
+	// their number. The plugin ends the stream with an error when a tensor
+	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
+	// it were written; the host then opens another stream for the rest), and
+	// with OK when the host closes its side between tensors.
+	WriteSeries(grpc.BidiStreamingServer[WriteRequest, WriteAck]) error
 	Commit(context.Context, *SessionRequest) (*CommitResponse, error)
 	Abort(context.Context, *SessionRequest) (*Empty, error)
 	mustEmbedUnimplementedSinkServer()
@@ -544,6 +594,9 @@ func (UnimplementedSinkServer) Begin(context.Context, *BeginRequest) (*Empty, er
 }
 func (UnimplementedSinkServer) Write(grpc.BidiStreamingServer[WriteRequest, WriteAck]) error {
 	return status.Error(codes.Unimplemented, "method Write not implemented")
+}
+func (UnimplementedSinkServer) WriteSeries(grpc.BidiStreamingServer[WriteRequest, WriteAck]) error {
+	return status.Error(codes.Unimplemented, "method WriteSeries not implemented")
 }
 func (UnimplementedSinkServer) Commit(context.Context, *SessionRequest) (*CommitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Commit not implemented")
@@ -633,6 +686,13 @@ func _Sink_Write_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sink_WriteServer = grpc.BidiStreamingServer[WriteRequest, WriteAck]
 
+func _Sink_WriteSeries_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SinkServer).WriteSeries(&grpc.GenericServerStream[WriteRequest, WriteAck]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sink_WriteSeriesServer = grpc.BidiStreamingServer[WriteRequest, WriteAck]
+
 func _Sink_Commit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SessionRequest)
 	if err := dec(in); err != nil {
@@ -704,6 +764,12 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 			ClientStreams: true,
 		},
+		{
+			StreamName:    "WriteSeries",
+			Handler:       _Sink_WriteSeries_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 	},
-	Metadata: "sluice_plugin_1.2.proto",
+	Metadata: "sluice_plugin_1.3.proto",
 }

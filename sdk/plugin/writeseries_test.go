@@ -1,0 +1,420 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// recordSink keeps every tensor's bytes; it refuses a tensor called "bad",
+// and holds a tensor whose name starts with "gate" until gate is closed.
+type recordSink struct {
+	mu      sync.Mutex
+	got     map[string][]byte
+	gate    chan struct{}
+	waiting atomic.Int32 // writes held at the gate
+}
+
+func (s *recordSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
+	return &SinkPlan{}, nil
+}
+func (s *recordSink) Begin(ctx context.Context, m *tensor.Manifest, _ BeginOptions) error {
+	return nil
+}
+func (s *recordSink) Write(ctx context.Context, name string, data TensorData) error {
+	if name == "bad" {
+		return errors.New("refusing the tensor called bad")
+	}
+	if strings.HasPrefix(name, "gate") {
+		s.waiting.Add(1)
+		<-s.gate
+	}
+	b, err := io.ReadAll(data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.got[name] = b
+	s.mu.Unlock()
+	return nil
+}
+func (s *recordSink) Commit(ctx context.Context) ([]Artifact, error) { return nil, nil }
+func (s *recordSink) Abort(ctx context.Context) error                { return nil }
+
+// streamCount counts the streams a plugin serves, by method, and those
+// still open, and the tensors of every WriteFiles message.
+type streamCount struct {
+	mu     sync.Mutex
+	opened map[string]int
+	files  []int
+	open   atomic.Int32
+}
+
+func (c *streamCount) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	c.mu.Lock()
+	c.opened[path.Base(info.FullMethod)]++
+	c.mu.Unlock()
+	c.open.Add(1)
+	defer c.open.Add(-1)
+	return handler(srv, countingStream{ServerStream: ss, c: c})
+}
+
+// countingStream notes the WriteFiles messages its stream receives.
+type countingStream struct {
+	grpc.ServerStream
+	c *streamCount
+}
+
+func (s countingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if req, ok := m.(*pb.WriteRequest); ok && err == nil && req.GetFiles() != nil {
+		s.c.mu.Lock()
+		s.c.files = append(s.c.files, len(req.GetFiles().Tensors))
+		s.c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *streamCount) fileMessages() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.files)
+}
+
+func (c *streamCount) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opened[method]
+}
+
+// seriesSink serves a recordSink over an in-memory connection, counting
+// streams, and opens a session on it.
+func seriesSink(t *testing.T) (*rpcClient, *remoteSink, *recordSink, *streamCount) {
+	t.Helper()
+	rec := &recordSink{got: map[string][]byte{}, gate: make(chan struct{})}
+	count := &streamCount{opened: map[string]int{}}
+	c, _ := connect(t, testPlugin(&hangSource{}, rec), time.Minute, grpc.StreamInterceptor(count.intercept))
+	if !c.info.WriteSeries {
+		t.Fatal("a plugin of this SDK does not announce WriteSeries")
+	}
+	sk, err := c.OpenSink(context.Background(), "hang", MustConfig(map[string]any{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sk.(*remoteSink), rec, count
+}
+
+// patterned returns n bytes that differ from tensor to tensor.
+func patterned(seed, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seed*131 + i*7 + i>>9)
+	}
+	return b
+}
+
+// Hundreds of tensors of every kind a write carries (bytes in chunks of
+// more than one message, file references, none at all) cross a few lanes,
+// written by six goroutines at once; every byte arrives, no lane is opened
+// per tensor, and Commit ends the lanes.
+func TestWriteSeriesCarriesManyTensors(t *testing.T) {
+	_, sk, rec, count := seriesSink(t)
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "refs")
+	content := patterned(-1, 1<<16)
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const tensors, writers = 300, 6
+	want := map[string][]byte{}
+	data := make([]func() TensorData, tensors)
+	for i := range tensors {
+		name := fmt.Sprint("t", i)
+		switch i % 3 {
+		case 0:
+			n := (i * 977) % 5000
+			if i%30 == 0 {
+				n = maxInline*2 + 3 // three inline chunks
+			}
+			b := patterned(i, n)
+			want[name] = b
+			data[i] = func() TensorData { return BytesData(b) }
+		case 1:
+			off, n := uint64(i*101%4096), uint64(i*53%9000)
+			want[name] = content[off : off+n]
+			data[i] = func() TensorData { return FileData(tensor.FileRef{Path: file, Offset: off, Length: n}) }
+		default:
+			want[name] = []byte{}
+			data[i] = func() TensorData { return BytesData(nil) }
+		}
+	}
+	var next atomic.Int32
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= tensors {
+					return
+				}
+				if err := sk.Write(ctx, fmt.Sprint("t", i), data[i]()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for name, b := range want {
+		if got, ok := rec.got[name]; !ok || !bytes.Equal(got, b) {
+			t.Errorf("%s: %d bytes arrived (present %v), want %d", name, len(got), ok, len(b))
+		}
+	}
+	if n := count.count("WriteSeries"); n < 1 || n > writers {
+		t.Errorf("%d WriteSeries streams for %d writers at once", n, writers)
+	}
+	if n := count.count("Write"); n != 0 {
+		t.Errorf("%d Write streams beside the series", n)
+	}
+	if _, err := sk.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := count.open.Load(); n != 0 || len(sk.lanes.idle) != 0 {
+		t.Errorf("after Commit, %d streams still open in the plugin, %d lanes kept", n, len(sk.lanes.idle))
+	}
+}
+
+// shortData says it holds more bytes than it gives.
+type shortData struct {
+	io.Reader
+	size uint64
+}
+
+func (d shortData) Size() uint64                 { return d.size }
+func (d shortData) File() (tensor.FileRef, bool) { return tensor.FileRef{}, false }
+
+// A tensor the sink refuses, or whose data runs out early, fails alone: its
+// lane is dropped (it may be in the middle of the tensor), and the next
+// write opens another.
+func TestWriteSeriesFailureEndsOnlyItsLane(t *testing.T) {
+	_, sk, rec, count := seriesSink(t)
+	ctx := context.Background()
+	write := func(name string, data TensorData) error { return sk.Write(ctx, name, data) }
+	if err := write("a", BytesData([]byte("first"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("bad", BytesData([]byte("refused"))); err == nil || !strings.Contains(err.Error(), "refusing the tensor called bad") {
+		t.Errorf("the refused tensor: %v", err)
+	}
+	if err := write("b", BytesData([]byte("after the refusal"))); err != nil {
+		t.Fatal(err)
+	}
+	err := write("short", shortData{Reader: bytes.NewReader(make([]byte, 50)), size: 100})
+	if err == nil || !strings.Contains(err.Error(), "ended after 50 of its 100 bytes") {
+		t.Errorf("the short tensor: %v", err)
+	}
+	if err := write("c", BytesData([]byte("after the short one"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "first", "b": "after the refusal", "c": "after the short one"} {
+		if got := string(rec.got[name]); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if _, ok := rec.got["short"]; ok {
+		t.Error("the short tensor was written")
+	}
+	if n := count.count("WriteSeries"); n != 3 {
+		t.Errorf("%d lanes, want 3: one, another after each failure", n)
+	}
+}
+
+// The plugin refuses a series whose chunks do not end where the tensor
+// does: a chunk marked last too early, one past the end, a last one not
+// marked. Each would otherwise run into the next tensor's messages.
+func TestWriteSeriesRefusesMisframedChunks(t *testing.T) {
+	c, sk, _, _ := seriesSink(t)
+	inline := func(off, n uint64, last bool) *pb.WriteRequest {
+		return &pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{
+			Offset: off, Length: n, Payload: &pb.Chunk_Inline{Inline: make([]byte, n)}, Last: last,
+		}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		chunks []*pb.WriteRequest
+	}{
+		{"last too early", []*pb.WriteRequest{inline(0, 4, true)}},
+		{"past the end", []*pb.WriteRequest{inline(0, 12, true)}},
+		{"last not marked", []*pb.WriteRequest{inline(0, 4, false), inline(4, 6, false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stream, err := c.sink.WriteSeries(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := &pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: &pb.WriteStart{Session: sk.session, Tensor: "x", Size: 10}}}
+			for _, m := range append([]*pb.WriteRequest{start}, tc.chunks...) {
+				if err := stream.Send(m); err != nil {
+					break // the plugin ended the stream; Recv says why
+				}
+			}
+			for {
+				ack, err := stream.Recv()
+				if err != nil {
+					if err == io.EOF || !strings.Contains(err.Error(), "marked last") {
+						t.Errorf("the stream ended with %v, want the framing named", err)
+					}
+					return
+				}
+				if ack.Done {
+					t.Fatal("the misframed tensor was confirmed")
+				}
+			}
+		})
+	}
+}
+
+// To a plugin that does not announce WriteSeries (protocol 1.2 and older),
+// the host opens a Write stream per tensor.
+func TestWriteWithoutSeriesOpensAStreamPerTensor(t *testing.T) {
+	c, sk, rec, count := seriesSink(t)
+	c.info.WriteSeries = false
+	for i := range 5 {
+		if err := sk.Write(context.Background(), fmt.Sprint("t", i), BytesData(patterned(i, 100*i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if got := rec.got[fmt.Sprint("t", i)]; !bytes.Equal(got, patterned(i, 100*i)) {
+			t.Errorf("t%d: %d bytes", i, len(got))
+		}
+	}
+	if w, s := count.count("Write"), count.count("WriteSeries"); w != 5 || s != 0 {
+		t.Errorf("%d Write and %d WriteSeries streams for 5 tensors, want 5 and 0", w, s)
+	}
+}
+
+// fileWrites runs writes of file references to the five bytes of file and
+// keeps their errors by name.
+type fileWrites struct {
+	file string
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs map[string]error
+}
+
+// behindTwoMessages starts writes "gate0" and "gate1", which the sink holds
+// until its gate is closed: two messages in flight, every sender busy, so
+// the writes started next wait.
+func behindTwoMessages(t *testing.T) (*remoteSink, *recordSink, *streamCount, *fileWrites) {
+	t.Helper()
+	_, sk, rec, count := seriesSink(t)
+	w := &fileWrites{file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
+	if err := os.WriteFile(w.file, []byte("bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.start(t, sk, held(rec), "gate0", "gate1")
+	return sk, rec, count, w
+}
+
+// start starts the write of each name once the one before it has got as
+// far as arrived says.
+func (f *fileWrites) start(t *testing.T, sk *remoteSink, arrived func() int, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		before := arrived()
+		f.wg.Go(func() {
+			err := sk.Write(context.Background(), name, FileData(tensor.FileRef{Path: f.file, Offset: 0, Length: 5}))
+			f.mu.Lock()
+			f.errs[name] = err
+			f.mu.Unlock()
+		})
+		waitFor(t, func() bool { return arrived() > before })
+	}
+}
+
+// queued counts the writes of file references waiting for a message.
+func queued(sk *remoteSink) func() int {
+	return func() int {
+		sk.files.mu.Lock()
+		defer sk.files.mu.Unlock()
+		return len(sk.files.queue)
+	}
+}
+
+// held counts the writes the sink holds at its gate.
+func held(rec *recordSink) func() int { return func() int { return int(rec.waiting.Load()) } }
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
+
+// Writes of file references that come while messages are in flight wait,
+// and go out together in the next message.
+func TestFileWritesGatherIntoMessages(t *testing.T) {
+	sk, rec, count, w := behindTwoMessages(t)
+	names := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
+	w.start(t, sk, queued(sk), names...)
+	close(rec.gate)
+	w.wg.Wait()
+	for _, name := range append([]string{"gate0", "gate1"}, names...) {
+		if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
+			t.Errorf("%s: %v, %q written", name, err, rec.got[name])
+		}
+	}
+	if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 10}) {
+		t.Errorf("WriteFiles messages of %v tensors, want [1 1 10]", got)
+	}
+}
+
+// When a tensor of a message fails, it alone reports the failure: those
+// before it were written, and those after it go out in another message.
+func TestFileWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
+	sk, rec, count, w := behindTwoMessages(t)
+	w.start(t, sk, queued(sk), "a", "b", "bad", "c", "d")
+	close(rec.gate)
+	w.wg.Wait()
+	for _, name := range []string{"gate0", "gate1", "a", "b", "c", "d"} {
+		if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
+			t.Errorf("%s: %v, %q written", name, err, rec.got[name])
+		}
+	}
+	if err := w.errs["bad"]; err == nil || !strings.Contains(err.Error(), "refusing the tensor called bad") {
+		t.Errorf("bad: %v", err)
+	}
+	if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 5, 2}) {
+		t.Errorf("WriteFiles messages of %v tensors, want [1 1 5 2]", got)
+	}
+}
