@@ -245,6 +245,7 @@ func (s *suite) build() {
 		add(&item{name: "info gguf " + bytesize.Human(uint64(fileSize(in.f16GGUF))), group: "info", argv: []string{s.sluice, "info", in.f16GGUF}})
 	}
 	add(&item{name: "info gguf 150k vocab", group: "info", argv: []string{s.sluice, "info", in.vocab}})
+	add(&item{name: fmt.Sprintf("info safetensors %d tensors", manyTensors), group: "info", argv: []string{s.sluice, "info", in.many}})
 }
 
 // variant is a scenario run again with more flags.

@@ -121,6 +121,41 @@ func ParseHeader(raw []byte, file string) (*Header, error) {
 		i := firstInvalidUTF8(raw)
 		return nil, binio.Errorf(file, base+int64(i), "header is not valid UTF-8")
 	}
+	h, ok := parseCanonical(raw)
+	if !ok {
+		var err error
+		if h, err = parseJSON(raw, file); err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(h.Tensors, func(i, j int) bool {
+		a, b := h.Tensors[i], h.Tensors[j]
+		if a.Begin != b.Begin {
+			return a.Begin < b.Begin
+		}
+		return a.End < b.End
+	})
+	var next uint64
+	for i := range h.Tensors {
+		e := &h.Tensors[i]
+		if e.Begin != next {
+			what := "leaves a hole after"
+			if e.Begin < next {
+				what = "overlaps"
+			}
+			return nil, &binio.FormatError{File: file, Offset: -1, Tensor: e.Name,
+				Msg: fmt.Sprintf("data_offsets [%d, %d] %s the previous tensor, which ends at %d; offsets must be contiguous from 0", e.Begin, e.End, what, next)}
+		}
+		next = e.End
+	}
+	return h, nil
+}
+
+// parseJSON parses a header with encoding/json, the path for headers
+// parseCanonical does not take: slower, and its errors name what is wrong
+// and where.
+func parseJSON(raw []byte, file string) (*Header, error) {
+	const base = 8
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, binio.Errorf(file, base, "header does not start with a JSON object")
@@ -166,26 +201,6 @@ func ParseHeader(raw []byte, file string) (*Header, error) {
 	}
 	if rest := bytes.TrimRight(raw[dec.InputOffset():], " \t\r\n"); len(rest) != 0 {
 		return nil, binio.Errorf(file, base+dec.InputOffset(), "unexpected bytes after the JSON header")
-	}
-	sort.SliceStable(h.Tensors, func(i, j int) bool {
-		a, b := h.Tensors[i], h.Tensors[j]
-		if a.Begin != b.Begin {
-			return a.Begin < b.Begin
-		}
-		return a.End < b.End
-	})
-	var next uint64
-	for i := range h.Tensors {
-		e := &h.Tensors[i]
-		if e.Begin != next {
-			what := "leaves a hole after"
-			if e.Begin < next {
-				what = "overlaps"
-			}
-			return nil, &binio.FormatError{File: file, Offset: -1, Tensor: e.Name,
-				Msg: fmt.Sprintf("data_offsets [%d, %d] %s the previous tensor, which ends at %d; offsets must be contiguous from 0", e.Begin, e.End, what, next)}
-		}
-		next = e.End
 	}
 	return h, nil
 }
