@@ -363,7 +363,7 @@ type chunkedData interface {
 }
 
 func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
-	if ref, ok := data.File(); ok && s.GathersFileWrites() {
+	if ref, ok := data.File(); ok && ref.Length <= gatherBelow && s.GathersFileWrites() {
 		return s.writeFile(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
 			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}})
 	}

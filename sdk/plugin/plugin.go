@@ -51,11 +51,11 @@ type Sink interface {
 }
 
 // FileWriteGatherer is implemented by a Sink that gathers concurrent
-// writes of tensors whose bytes lie in files into fewer operations, as the
-// host's end of a plugin process's sink does (protocol 1.3's WriteFiles
-// messages). The core keeps more such writes of small tensors in flight for
-// it, so that there is more to gather; to a sink that makes every write
-// itself, that would only add contention.
+// writes of small tensors whose bytes lie in files into fewer operations, as
+// the host's end of a plugin process's sink does (protocol 1.3's WriteFiles
+// messages, for tensors of up to 1 MiB). The core keeps more such writes of
+// small tensors in flight for it, so that there is more to gather; to a sink
+// that makes every write itself, that would only add contention.
 type FileWriteGatherer interface {
 	// GathersFileWrites reports whether the sink gathers them.
 	GathersFileWrites() bool

@@ -90,9 +90,15 @@ func (l *writeLanes) close(ctx context.Context) {
 // waiting, and goes on sending while writes wait; the others wait for it.
 // No write waits for a timer, and when writes come one at a time each goes
 // alone. maxFileBatch bounds a message (a start is a name and a path).
+//
+// Only tensors of at most gatherBelow bytes are gathered: the plugin writes
+// a message's tensors one after another, and copies of larger tensors gain
+// from going on at once (into the files of different shards) more than they
+// lose to a message each.
 const (
 	maxFileBatches = 2
 	maxFileBatch   = 256
+	gatherBelow    = 1 << 20
 )
 
 // fileBatches holds the writes waiting for a WriteFiles message.
@@ -144,7 +150,7 @@ func (b *fileBatches) requeue(ws []*fileWrite) {
 }
 
 // GathersFileWrites reports that the sink sends writes of file references
-// in WriteFiles messages: the plugin serves them.
+// of small tensors in WriteFiles messages: the plugin serves them.
 func (s *remoteSink) GathersFileWrites() bool { return s.c.info.WriteSeries && s.c.info.FileRefs }
 
 // writeFile writes a tensor whose start carries a file reference, in a

@@ -418,3 +418,24 @@ func TestFileWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
 		t.Errorf("WriteFiles messages of %v tensors, want [1 1 5 2]", got)
 	}
 }
+
+// A tensor of more than gatherBelow bytes is written on its own, not in a
+// WriteFiles message: the plugin writes a message's tensors one after
+// another, and large copies gain from going on at once.
+func TestLargeFileWritesAreNotGathered(t *testing.T) {
+	_, sk, rec, count := seriesSink(t)
+	file := filepath.Join(t.TempDir(), "big")
+	content := patterned(3, gatherBelow+1)
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Write(context.Background(), "big", FileData(tensor.FileRef{Path: file, Length: uint64(len(content))})); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.got["big"], content) {
+		t.Errorf("%d bytes written, want %d", len(rec.got["big"]), len(content))
+	}
+	if got := count.fileMessages(); len(got) != 0 || count.count("WriteSeries") != 1 {
+		t.Errorf("WriteFiles messages %v and %d series for one large tensor, want none and 1", got, count.count("WriteSeries"))
+	}
+}
