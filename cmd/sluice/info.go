@@ -509,7 +509,7 @@ type trimmer struct {
 }
 
 func (t *trimmer) Write(p []byte) (int, error) {
-	var out []byte
+	out := make([]byte, 0, len(t.pending)+len(p))
 	for _, c := range p {
 		switch c {
 		case ' ':
