@@ -319,6 +319,8 @@ type Layout struct {
 	Tensors []Entry
 	// DataSize is the total size of the tensor data.
 	DataSize uint64
+
+	byName map[string]int // Tensors by name, from PlanLayout
 }
 
 // FileSize returns the size of the file the layout describes.
@@ -326,6 +328,10 @@ func (l *Layout) FileSize() uint64 { return uint64(len(l.Prefix)) + l.DataSize }
 
 // Offset returns the absolute file offset of the named tensor's data.
 func (l *Layout) Offset(name string) (int64, bool) {
+	if i, ok := l.byName[name]; ok && i < len(l.Tensors) && l.Tensors[i].Name == name {
+		return l.EntryOffset(l.Tensors[i]), true
+	}
+	// A layout not made by PlanLayout, or changed since.
 	for i := range l.Tensors {
 		if l.Tensors[i].Name == name {
 			return l.EntryOffset(l.Tensors[i]), true
@@ -380,7 +386,7 @@ func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
 		}
 		return sorted[i].Name < sorted[j].Name
 	})
-	l := &Layout{Tensors: make([]Entry, len(sorted))}
+	l := &Layout{Tensors: make([]Entry, len(sorted)), byName: make(map[string]int, len(sorted))}
 	var off uint64
 	for i, t := range sorted {
 		end, carry := bits.Add64(off, t.Size, 0)
@@ -388,6 +394,7 @@ func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
 			return nil, fmt.Errorf("total data size overflows 64 bits")
 		}
 		l.Tensors[i] = Entry{Name: t.Name, DType: t.DType, Shape: t.Shape, Begin: off, End: end}
+		l.byName[t.Name] = i
 		off = end
 	}
 	l.DataSize = off

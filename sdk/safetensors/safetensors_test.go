@@ -233,3 +233,29 @@ func FuzzReadHeader(f *testing.F) {
 		}
 	})
 }
+
+// Offset finds every tensor of a layout by its index, and by a scan in a
+// layout changed after PlanLayout.
+func TestLayoutOffsetByName(t *testing.T) {
+	l, err := PlanLayout([]Tensor{
+		{Name: "a", DType: tensor.F32, Shape: []uint64{2}, Size: 8},
+		{Name: "b", DType: tensor.U8, Shape: []uint64{3}, Size: 3},
+		{Name: "c", DType: tensor.BF16, Shape: []uint64{1}, Size: 2},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Tensors {
+		if off, ok := l.Offset(e.Name); !ok || off != l.EntryOffset(e) {
+			t.Errorf("%s: %d, %v; want %d", e.Name, off, ok, l.EntryOffset(e))
+		}
+	}
+	old := l.Tensors[0].Name
+	l.Tensors[0].Name = "renamed"
+	if off, ok := l.Offset("renamed"); !ok || off != l.EntryOffset(l.Tensors[0]) {
+		t.Errorf("renamed: %d, %v", off, ok)
+	}
+	if _, ok := l.Offset(old); ok {
+		t.Errorf("%s still found after its rename", old)
+	}
+}
