@@ -231,9 +231,10 @@ func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 		}
 		return nil
 	}
+	small := make([]bool, len(trees))
 	copyTrees := 0 // small ones
-	for _, t := range trees {
-		if isSmallCopy(t) {
+	for i, t := range trees {
+		if small[i] = isSmallCopy(t); small[i] {
 			copyTrees++
 		}
 	}
@@ -249,7 +250,7 @@ func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 				if rank >= len(trees) {
 					return nil
 				}
-				if isSmallCopy(trees[rank]) {
+				if small[rank] {
 					select {
 					case copies <- rank:
 						continue
@@ -294,6 +295,14 @@ func isSmallCopy(t *plan.Tree) bool {
 		}
 	}
 	return true
+}
+
+// writeFileLeaf hands leaf the file reference of its tree's tensor.
+func writeFileLeaf(ctx context.Context, t *plan.Tree, leaf plan.Leaf) error {
+	if err := leaf.Sink.Sink.Write(ctx, leaf.Name, plugin.FileData(*t.Tensor.Location)); err != nil {
+		return &treeError{tree: t, leaf: &leaf, err: noSpace(leaf.Sink, err)}
+	}
+	return nil
 }
 
 func isOwnError(err error) bool {
@@ -420,9 +429,8 @@ func lcm(a, b *big.Int) *big.Int {
 func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
 	if t.Tensor.Location != nil && len(t.Root.Leaves) == 1 && len(t.Root.Children) == 0 {
 		// One sink takes the file reference: no goroutine of its own.
-		leaf := t.Root.Leaves[0]
-		if err := leaf.Sink.Sink.Write(ctx, leaf.Name, plugin.FileData(*t.Tensor.Location)); err != nil {
-			return &treeError{tree: t, leaf: &leaf, err: noSpace(leaf.Sink, err)}
+		if err := writeFileLeaf(ctx, t, t.Root.Leaves[0]); err != nil {
+			return err
 		}
 		r.done(t, t.Tensor.Size)
 		return nil
@@ -433,18 +441,9 @@ func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
 
 	// Leaves at the root of a file-backed tensor take the file reference.
 	var streamLeaves []plan.Leaf
-	fileLeaves := 0
-	for i := range t.Root.Leaves {
-		leaf := t.Root.Leaves[i]
+	for _, leaf := range t.Root.Leaves {
 		if t.Tensor.Location != nil {
-			fileLeaves++
-			g.Go(func() error {
-				data := plugin.FileData(*t.Tensor.Location)
-				if err := leaf.Sink.Sink.Write(ctx, leaf.Name, data); err != nil {
-					return &treeError{tree: t, leaf: &leaf, err: noSpace(leaf.Sink, err)}
-				}
-				return nil
-			})
+			g.Go(func() error { return writeFileLeaf(ctx, t, leaf) })
 			continue
 		}
 		streamLeaves = append(streamLeaves, leaf)

@@ -378,20 +378,9 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 		}
 		return s.writeOver(ctx, wd, stream, false, name, data)
 	}
-	lane, err := s.lanes.take(s.c)
-	if err != nil {
-		return s.c.callErr(ctx, err)
-	}
-	// The lane outlives this write, so ending ctx (the watchdog, a failed
-	// run) must end the lane's stream too; it is then not used again.
-	stop := context.AfterFunc(ctx, lane.cancel)
-	err = s.writeOver(ctx, wd, lane.stream, true, name, data)
-	if !stop() || err != nil {
-		lane.cancel()
-		return err
-	}
-	s.lanes.put(lane)
-	return nil
+	return s.lanes.use(ctx, s.c, func(stream writeClientStream) error {
+		return s.writeOver(ctx, wd, stream, true, name, data)
+	})
 }
 
 // writeOver writes one tensor over stream: a Write stream of its own, or
@@ -445,10 +434,7 @@ func (s *remoteSink) writeOver(ctx context.Context, wd *watchdog, stream writeCl
 		}
 		defer wd.wait()()
 		if err := receive(); err != nil {
-			if ctx.Err() != nil {
-				return s.ctxErr(ctx)
-			}
-			return s.confirmErr(ctx, name, err)
+			return s.recvErr(ctx, name, err)
 		}
 		return nil
 	}
@@ -515,6 +501,15 @@ func (s *remoteSink) confirmErr(ctx context.Context, name string, err error) err
 		return fmt.Errorf("plugin %s closed the write of tensor %q without confirming it", s.c.info.Name, name)
 	}
 	return s.c.callErr(ctx, err)
+}
+
+// recvErr is the error of a write whose acknowledgements ended with err
+// before the confirmation: its context's, when that ended the stream.
+func (s *remoteSink) recvErr(ctx context.Context, name string, err error) error {
+	if ctx.Err() != nil {
+		return s.ctxErr(ctx)
+	}
+	return s.confirmErr(ctx, name, err)
 }
 
 // ctxErr is the error of a write whose context ended: the plugin's hang

@@ -475,9 +475,6 @@ func (s sinkServer) writeTensor(stream writeStream, first *pb.WriteRequest, boun
 	if data.Consumed() != start.Size {
 		return toStatus(fmt.Errorf("sink %s consumed %d of the %d bytes of tensor %q", s.impl.Name, data.Consumed(), start.Size, start.Tensor))
 	}
-	if bounded && !cr.done {
-		return toStatus(fmt.Errorf("write stream: tensor %q: no chunk of its %d bytes was marked last", start.Tensor, start.Size))
-	}
 	return send(&pb.WriteAck{Done: true})
 }
 

@@ -61,6 +61,25 @@ func (l *writeLanes) put(lane *writeLane) {
 	l.mu.Unlock()
 }
 
+// use runs f over a lane: an idle one, or a new one. The lane outlives the
+// write, so ending ctx (a watchdog, a failed run) ends the lane's stream
+// too; the lane goes back to the idle ones only when f succeeded and ctx
+// did not end, as otherwise its stream may be in the middle of a tensor.
+func (l *writeLanes) use(ctx context.Context, c *rpcClient, f func(writeClientStream) error) error {
+	lane, err := l.take(c)
+	if err != nil {
+		return c.callErr(ctx, err)
+	}
+	stop := context.AfterFunc(ctx, lane.cancel)
+	err = f(lane.stream)
+	if !stop() || err != nil {
+		lane.cancel()
+		return err
+	}
+	l.put(lane)
+	return nil
+}
+
 // close ends every idle lane: the host closes its side, and the plugin
 // ends the stream once it has read that. Ending ctx cancels the lanes still
 // waiting for the plugin.
@@ -206,17 +225,12 @@ func (s *remoteSink) sendFileBatch(ctx context.Context, batch []*fileWrite) {
 // sendFiles sends batch over a lane and returns how many of its tensors the
 // plugin wrote.
 func (s *remoteSink) sendFiles(ctx context.Context, wd *watchdog, batch []*fileWrite) (int, error) {
-	lane, err := s.lanes.take(s.c)
-	if err != nil {
-		return 0, s.c.callErr(ctx, err)
-	}
-	stop := context.AfterFunc(ctx, lane.cancel)
-	written, err := s.exchangeFiles(ctx, wd, lane.stream, batch)
-	if !stop() || err != nil {
-		lane.cancel()
-	} else {
-		s.lanes.put(lane)
-	}
+	written := 0
+	err := s.lanes.use(ctx, s.c, func(stream writeClientStream) error {
+		var err error
+		written, err = s.exchangeFiles(ctx, wd, stream, batch)
+		return err
+	})
 	return written, err
 }
 
@@ -233,10 +247,7 @@ func (s *remoteSink) exchangeFiles(ctx context.Context, wd *watchdog, stream wri
 	for {
 		ack, err := stream.Recv()
 		if err != nil {
-			if ctx.Err() != nil {
-				return written, s.ctxErr(ctx)
-			}
-			return written, s.confirmErr(ctx, batch[min(written, len(batch)-1)].start.Tensor, err)
+			return written, s.recvErr(ctx, batch[min(written, len(batch)-1)].start.Tensor, err)
 		}
 		wd.progress()
 		written = min(int(ack.Written), len(batch))
