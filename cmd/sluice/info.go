@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ runs them as plugin processes, as run does.`,
 				return err
 			}
 			defer c.Close()
-			rep := newInfoReport(c, all, tree)
+			rep := newInfoReport(c, all, tree, a.json)
 			if a.json {
 				return writeJSON(a.stdout, rep)
 			}
@@ -137,41 +138,61 @@ type infoNode struct {
 	Children   []*infoNode `json:"children,omitempty"`
 }
 
-func newInfoReport(c *checkpoint, all, tree bool) *infoReport {
+// newInfoReport builds the report; its Tensors only if tensors is set (the
+// text output prints them from the manifest).
+func newInfoReport(c *checkpoint, all, tree, tensors bool) *infoReport {
 	m := c.Manifest
 	r := &infoReport{
 		Schema: infoSchema, Path: c.Arg, Read: c.Path, Format: c.Format,
 		Files: []infoFile{}, TensorCount: len(m.Tensors), Parameters: m.Params(), Bytes: m.TotalSize(),
 		DTypes: []infoDType{}, Metadata: []infoMetadata{}, Tensors: []infoTensor{},
 	}
+	var fileOf []int
+	var offsets []uint64 // what the tensors' File and Offset point to
+	if tensors {
+		r.Tensors = make([]infoTensor, 0, len(m.Tensors))
+		fileOf, offsets = make([]int, len(m.Tensors)), make([]uint64, len(m.Tensors))
+	}
 	fileIndex := map[string]int{}
-	dtypes := map[string]*infoDType{}
+	lastFile := -1 // the file of the tensor before: a shard's tensors come together
+	dtypes := map[tensor.DType]*infoDType{}
+	var d *infoDType
 	for i := range m.Tensors {
 		t := &m.Tensors[i]
 		n, _ := t.Elements()
-		e := infoTensor{Name: t.Name, DType: string(t.DType), Shape: nonNil(t.Shape), Parameters: n, Bytes: t.Size}
-		if len(t.Attrs) > 0 {
-			e.Attrs = t.Attrs
-		}
 		if loc := t.Location; loc != nil {
-			k, ok := fileIndex[loc.Path]
-			if !ok {
-				k = len(r.Files)
-				fileIndex[loc.Path] = k
-				size := int64(-1)
-				if fi, err := os.Stat(loc.Path); err == nil {
-					size = fi.Size()
+			if lastFile < 0 || r.Files[lastFile].Path != loc.Path {
+				k, ok := fileIndex[loc.Path]
+				if !ok {
+					k = len(r.Files)
+					fileIndex[loc.Path] = k
+					size := int64(-1)
+					if fi, err := os.Stat(loc.Path); err == nil {
+						size = fi.Size()
+					}
+					r.Files = append(r.Files, infoFile{Path: loc.Path, Bytes: size})
 				}
-				r.Files = append(r.Files, infoFile{Path: loc.Path, Bytes: size})
+				lastFile = k
 			}
-			off := loc.Offset
-			e.File, e.Offset = &k, &off
+			if tensors {
+				fileOf[i], offsets[i] = lastFile, loc.Offset
+			}
 		}
-		r.Tensors = append(r.Tensors, e)
-		d := dtypes[e.DType]
-		if d == nil {
-			d = &infoDType{DType: e.DType}
-			dtypes[e.DType] = d
+		if tensors {
+			e := infoTensor{Name: t.Name, DType: string(t.DType), Shape: nonNil(t.Shape), Parameters: n, Bytes: t.Size}
+			if len(t.Attrs) > 0 {
+				e.Attrs = t.Attrs
+			}
+			if t.Location != nil {
+				e.File, e.Offset = &fileOf[i], &offsets[i]
+			}
+			r.Tensors = append(r.Tensors, e)
+		}
+		if d == nil || d.DType != string(t.DType) {
+			if d = dtypes[t.DType]; d == nil {
+				d = &infoDType{DType: string(t.DType)}
+				dtypes[t.DType] = d
+			}
 		}
 		d.Tensors++
 		d.Parameters += n
@@ -329,11 +350,43 @@ func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
 		return
 	}
 	fmt.Fprintln(w, "\ntensors:")
-	tw := newTable(w)
-	for _, t := range m.Tensors {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.DType, shapeText(t.Shape), bytesize.Human(t.Size))
+	writeTensorTable(w, m.Tensors)
+}
+
+// writeTensorTable prints a line per tensor: name, dtype, shape and size. It
+// goes over the tensors twice, to measure the columns and to print them,
+// so that a mixture-of-experts checkpoint's tens of thousands of lines are
+// never held in memory; fresh memory is what a short command pays most for.
+func writeTensorTable(w io.Writer, ts []tensor.TensorInfo) {
+	sizes := map[uint64]string{}     // a checkpoint's tensors come in few sizes…
+	shapes := map[[4]uint64]string{} // …and few shapes
+	text := func(t *tensor.TensorInfo) (shape, size string) {
+		size, ok := sizes[t.Size]
+		if !ok {
+			size = bytesize.Human(t.Size)
+			sizes[t.Size] = size
+		}
+		if len(t.Shape) == 0 || len(t.Shape) > 4 || slices.Contains(t.Shape, 0) {
+			return shapeText(t.Shape), size // the key below is for 1 to 4 nonzero dims
+		}
+		var key [4]uint64
+		copy(key[:], t.Shape)
+		if shape, ok = shapes[key]; !ok {
+			shape = shapeText(t.Shape)
+			shapes[key] = shape
+		}
+		return shape, size
 	}
-	tw.Flush()
+	cols := newColumns(w, "  ")
+	for i := range ts {
+		shape, size := text(&ts[i])
+		cols.Measure(ts[i].Name, string(ts[i].DType), shape, size)
+	}
+	for i := range ts {
+		shape, size := text(&ts[i])
+		cols.Line(ts[i].Name, string(ts[i].DType), shape, size)
+	}
+	cols.Flush()
 }
 
 // paramTree is the tree the tensor names spell, split at dots. It is the

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-ml/sluice/core/pipeline"
@@ -106,11 +107,15 @@ func printDecisions(w io.Writer, ds []plugin.Decision) {
 }
 
 func shapeText(s []uint64) string {
-	parts := make([]string, len(s))
+	b := make([]byte, 0, 2+8*len(s))
+	b = append(b, '[')
 	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendUint(b, d, 10)
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return string(append(b, ']'))
 }
 
 func humanCount(n uint64) string {

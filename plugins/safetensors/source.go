@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/hfdir"
@@ -54,7 +56,12 @@ type SourceConfig struct {
 type Source struct {
 	cfg      SourceConfig
 	manifest *tensor.Manifest
-	byName   map[string]int // manifest's tensors by name
+	// byName indexes the manifest's tensors by name. Describe builds it for
+	// several shards, where it finds duplicates; for one file (whose header
+	// has none), the first Open does, so that info, which opens nothing,
+	// does not pay for it.
+	byName    map[string]int
+	indexOnce sync.Once
 }
 
 // OpenSource checks that the path exists; Describe reads it.
@@ -132,7 +139,9 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			}
 		}
 		listed := 0
-		for _, e := range h.Tensors {
+		m.Tensors = slices.Grow(m.Tensors, len(h.Tensors))
+		refs := make([]tensor.FileRef, len(h.Tensors)) // one allocation for the file's references
+		for i, e := range h.Tensors {
 			if f.want != nil {
 				if f.want[e.Name] {
 					listed++
@@ -144,16 +153,13 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 				continue
 			}
 			m.Tensors = append(m.Tensors, tensor.TensorInfo{
-				Name:  e.Name,
-				DType: e.DType,
-				Shape: e.Shape,
-				Size:  e.Size(),
-				Location: &tensor.FileRef{
-					Path:   f.abs,
-					Offset: uint64(h.DataOffset) + e.Begin,
-					Length: e.Size(),
-				},
+				Name:     e.Name,
+				DType:    e.DType,
+				Shape:    e.Shape,
+				Size:     e.Size(),
+				Location: &refs[i],
 			})
+			refs[i] = tensor.FileRef{Path: f.abs, Offset: uint64(h.DataOffset) + e.Begin, Length: e.Size()}
 		}
 		if f.want != nil && listed != len(f.want) {
 			for name := range f.want {
@@ -163,19 +169,22 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			}
 		}
 	}
-	seen := make(map[string]bool, len(m.Tensors))
-	for _, t := range m.Tensors {
-		if seen[t.Name] {
-			return nil, &plugin.InputError{File: s.cfg.Path, Tensor: t.Name, Msg: "tensor appears in two shards"}
+	var byName map[string]int
+	if len(files) > 1 {
+		byName = make(map[string]int, len(m.Tensors))
+		for i, t := range m.Tensors {
+			if _, dup := byName[t.Name]; dup {
+				return nil, &plugin.InputError{File: s.cfg.Path, Tensor: t.Name, Msg: "tensor appears in two shards"}
+			}
+			byName[t.Name] = i
 		}
-		seen[t.Name] = true
 	}
 	if dir != "" {
 		if err := hfdir.Carry(&m.Metadata, dir); err != nil {
 			return nil, err
 		}
 	}
-	s.manifest, s.byName = m, m.Index()
+	s.manifest, s.byName = m, byName
 	return m, nil
 }
 
@@ -299,6 +308,11 @@ func (s *Source) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.indexOnce.Do(func() {
+		if s.byName == nil {
+			s.byName = m.Index()
+		}
+	})
 	i, ok := s.byName[name]
 	if !ok {
 		return nil, &plugin.InputError{File: s.cfg.Path, Tensor: name, Msg: "no such tensor"}

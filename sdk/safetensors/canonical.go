@@ -1,7 +1,11 @@
 package safetensors
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
+	"runtime"
+	"slices"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -22,44 +26,171 @@ import (
 // accepts with the same result (FuzzCanonicalAgreesWithJSON).
 func parseCanonical(raw []byte) (h *Header, ok bool) {
 	p := canonicalParser{b: raw}
-	h = &Header{}
 	p.space()
 	if !p.eat('{') {
 		return nil, false
 	}
-	seen := map[string]bool{}
 	p.space()
-	if !p.eat('}') {
-		for {
-			name, ok := p.str()
-			if !ok || seen[name] || !p.colon() {
-				return nil, false
-			}
-			seen[name] = true
-			if name == MetadataKey {
-				if h.Metadata, ok = p.metadata(); !ok {
-					return nil, false
-				}
-			} else {
-				e, ok := p.entry(name)
-				if !ok {
-					return nil, false
-				}
-				h.Tensors = append(h.Tensors, e)
-			}
-			if !p.next('}') {
-				if p.err {
-					return nil, false
-				}
-				break
+	if p.eat('}') {
+		p.space()
+		return &Header{}, p.i == len(raw)
+	}
+	first := p.i
+	if len(raw) >= parallelFrom && runtime.GOMAXPROCS(0) > 1 {
+		if split := memberNear(raw, first+len(raw[first:])/2); split > 0 {
+			if h, ok, sure := parseHalves(raw, first, split); sure {
+				return h, ok
 			}
 		}
 	}
-	p.space()
-	if p.err || p.i != len(p.b) {
+	run, ok := parseMembers(raw, first, len(raw), nil)
+	if !ok {
 		return nil, false
 	}
-	return h, true
+	return run.header(), true
+}
+
+// parallelFrom is the header size from which parseCanonical parses the two
+// halves of the header at once: about 2,000 entries.
+const parallelFrom = 256 << 10
+
+// shortestEntry is the length of the shortest entry there is,
+// `"":{"dtype":"U8","shape":[],"data_offsets":[0,0]}`, with its comma.
+const shortestEntry = 50
+
+// memberRun is what parseMembers took from a run of the header's members.
+type memberRun struct {
+	tensors  []Entry
+	metadata map[string]string
+	seen     map[string]struct{} // the members' names
+}
+
+func (r *memberRun) header() *Header {
+	h := &Header{Metadata: r.metadata, Tensors: r.tensors}
+	if len(h.Tensors) == 0 {
+		h.Tensors = nil // as encoding/json leaves it
+	}
+	return h
+}
+
+// maxEntries bounds the number of entries in b: every entry is an object,
+// so counting the braces (a vectorized count of one byte) bounds it, and
+// braces inside names count too, so the bound is also capped by the
+// shortest entry.
+func maxEntries(b []byte) int {
+	return min(bytes.Count(b, []byte{'{'}), len(b)/shortestEntry+1)
+}
+
+// parseMembers takes the members of the header's object from raw[from:],
+// into tensors if it has room (the bound of maxEntries sizes the list, the
+// name set and the shapes' backing array once). With stop = len(raw) it
+// takes them to the object's end and the end of raw. With stop < len(raw)
+// it takes them until the member that starts exactly at stop, and fails if
+// none does.
+func parseMembers(raw []byte, from, stop int, tensors []Entry) (*memberRun, bool) {
+	n := maxEntries(raw[from:stop])
+	if tensors == nil {
+		tensors = make([]Entry, 0, n)
+	}
+	p := canonicalParser{b: raw, i: from, dims: make([]uint64, 0, 2*n+1)}
+	r := &memberRun{tensors: tensors, seen: make(map[string]struct{}, n)}
+	for {
+		name, ok := p.str()
+		if !ok || !p.colon() {
+			return nil, false
+		}
+		if _, dup := r.seen[name]; dup {
+			return nil, false
+		}
+		r.seen[name] = struct{}{}
+		if name == MetadataKey {
+			if r.metadata, ok = p.metadata(); !ok {
+				return nil, false
+			}
+		} else {
+			e, ok := p.entry(name)
+			if !ok {
+				return nil, false
+			}
+			r.tensors = append(r.tensors, e)
+		}
+		if !p.next('}') {
+			if p.err || stop < len(raw) {
+				return nil, false
+			}
+			p.space()
+			return r, p.i == len(raw)
+		}
+		if p.i >= stop {
+			return r, p.i == stop
+		}
+	}
+}
+
+// memberNear returns where the first member of the header's object that
+// starts at or after raw[i] starts, or -1. It assumes the header has no
+// escapes, as canonical headers don't, to tell strings from the rest by
+// counting quotes; parseHalves checks that a member does start there.
+func memberNear(raw []byte, i int) int {
+	inString := bytes.Count(raw[:i], []byte{'"'})%2 == 1
+	for ; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '}' && !inString: // the end of an entry or of __metadata__
+			j := i + 1
+			for j < len(raw) && isSpace(raw[j]) {
+				j++
+			}
+			if j < len(raw) && raw[j] == ',' {
+				for j++; j < len(raw) && isSpace(raw[j]); j++ {
+				}
+				if j < len(raw) && raw[j] == '"' {
+					return j
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// parseHalves parses the members before split and the members from split
+// on at once, and joins them. The first half's parse ends exactly at split
+// only if a member starts there, so the halves parse as the whole would.
+// sure is false when it does not, and the header must be parsed whole.
+func parseHalves(raw []byte, first, split int) (h *Header, ok, sure bool) {
+	n1, n2 := maxEntries(raw[first:split]), maxEntries(raw[split:])
+	all := make([]Entry, 0, n1+n2)
+	var second *memberRun
+	var secondOK bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		second, secondOK = parseMembers(raw, split, len(raw), all[n1:n1:n1+n2])
+	}()
+	firstRun, firstOK := parseMembers(raw, first, split, all[:0:n1])
+	<-done
+	if !firstOK {
+		return nil, false, false
+	}
+	if !secondOK {
+		return nil, false, true // the whole parse fails there too
+	}
+	for name := range second.seen {
+		if _, dup := firstRun.seen[name]; dup {
+			return nil, false, true
+		}
+	}
+	if second.metadata != nil {
+		firstRun.metadata = second.metadata
+	}
+	if cap(firstRun.tensors) == n1 && cap(second.tensors) == n2 { // neither outgrew its part of all: close the gap
+		k1 := len(firstRun.tensors)
+		firstRun.tensors = all[:k1+copy(all[k1:n1+n2], second.tensors)]
+	} else {
+		firstRun.tensors = append(slices.Clip(firstRun.tensors), second.tensors...)
+	}
+	return firstRun.header(), true, true
 }
 
 // canonicalParser reads a header from b[i:]; err is set at the first byte
@@ -68,18 +199,23 @@ type canonicalParser struct {
 	b   []byte
 	i   int
 	err bool
+	// lastDType is the dtype of the last entry, named lastDTypeText (nil
+	// before the first).
+	lastDType     tensor.DType
+	lastDTypeText []byte
+	// dims backs every entry's shape, each a slice of it capped at its own
+	// length, so that an append to one shape cannot reach the next.
+	dims []uint64
 }
 
 func (p *canonicalParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\r', '\n':
-			p.i++
-		default:
-			return
-		}
+	for p.i < len(p.b) && isSpace(p.b[p.i]) {
+		p.i++
 	}
 }
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // eat takes c, if it is next.
 func (p *canonicalParser) eat(c byte) bool {
@@ -118,22 +254,47 @@ func (p *canonicalParser) next(end byte) bool {
 // str takes a string without escapes or control characters (the bytes are
 // valid UTF-8: ParseHeader checked).
 func (p *canonicalParser) str() (string, bool) {
+	b, ok := p.strBytes()
+	return string(b), ok
+}
+
+// strBytes is str for a string that is only compared: it returns the
+// header's own bytes, without a copy.
+func (p *canonicalParser) strBytes() ([]byte, bool) {
 	if !p.eat('"') {
-		return "", false
+		return nil, false
 	}
 	start := p.i
+	for p.i+8 <= len(p.b) && !mayEndString(binary.LittleEndian.Uint64(p.b[p.i:])) {
+		p.i += 8
+	}
 	for p.i < len(p.b) {
 		switch c := p.b[p.i]; {
 		case c == '"':
-			s := string(p.b[start:p.i])
+			b := p.b[start:p.i]
 			p.i++
-			return s, true
+			return b, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false
+}
+
+// mayEndString reports whether any of the eight bytes of x, read from a
+// string's body, is one that strBytes must look at: a quote, a backslash or
+// a control character. It tests the eight at once, with the bit tricks of
+// "Determine if a word has a zero byte" (Bit Twiddling Hacks): for each
+// byte b, (b - 1) &^ b has its high bit set only when b is zero, and
+// (b - 0x20) &^ b only when b < 0x20. A borrow may carry into a higher
+// byte only from a byte that does match, so a word without one never
+// reports one.
+func mayEndString(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	control := (x - 0x20*ones) &^ x & highs
+	return control|zero(x^'"'*ones)|zero(x^'\\'*ones) != 0
 }
 
 // uint takes a JSON integer without sign, fraction or exponent that fits
@@ -159,26 +320,45 @@ func (p *canonicalParser) uint() (uint64, bool) {
 	return v, true
 }
 
-// uints takes an array of integers.
-func (p *canonicalParser) uints() ([]uint64, bool) {
+// shape takes an array of integers into dims and returns it, never nil.
+func (p *canonicalParser) shape() ([]uint64, bool) {
 	if !p.eat('[') {
 		return nil, false
 	}
-	out := make([]uint64, 0, 4)
+	start := len(p.dims)
 	p.space()
-	if p.eat(']') {
-		return out, true
-	}
-	for {
-		v, ok := p.uint()
-		if !ok {
-			return nil, false
+	if !p.eat(']') {
+		for {
+			v, ok := p.uint()
+			if !ok {
+				return nil, false
+			}
+			p.dims = append(p.dims, v)
+			if !p.next(']') {
+				if p.err {
+					return nil, false
+				}
+				break
+			}
 		}
-		out = append(out, v)
-		if !p.next(']') {
-			return out, !p.err
-		}
 	}
+	end := len(p.dims)
+	return p.dims[start:end:end], true
+}
+
+// offsets takes the data_offsets pair.
+func (p *canonicalParser) offsets() (begin, end uint64, ok bool) {
+	if !p.eat('[') {
+		return 0, 0, false
+	}
+	p.space()
+	if begin, ok = p.uint(); !ok || !p.next(']') {
+		return 0, 0, false
+	}
+	if end, ok = p.uint(); !ok || p.next(']') || p.err {
+		return 0, 0, false
+	}
+	return begin, end, true
 }
 
 // entry takes a tensor entry and checks it as parseEntry does.
@@ -187,27 +367,26 @@ func (p *canonicalParser) entry(name string) (Entry, bool) {
 		return Entry{}, false
 	}
 	e := Entry{Name: name}
-	var dtype string
-	var offsets []uint64
-	var haveDType bool
+	var dtype []byte
+	var haveDType, haveOffsets bool
 	p.space()
 	for {
-		key, ok := p.str()
+		key, ok := p.strBytes()
 		if !ok || !p.colon() {
 			return Entry{}, false
 		}
 		switch {
-		case key == "dtype" && !haveDType:
-			dtype, haveDType = p.str()
+		case string(key) == "dtype" && !haveDType:
+			dtype, haveDType = p.strBytes()
 			if !haveDType {
 				return Entry{}, false
 			}
-		case key == "shape" && e.Shape == nil:
-			if e.Shape, ok = p.uints(); !ok {
+		case string(key) == "shape" && e.Shape == nil:
+			if e.Shape, ok = p.shape(); !ok {
 				return Entry{}, false
 			}
-		case key == "data_offsets" && offsets == nil:
-			if offsets, ok = p.uints(); !ok || len(offsets) != 2 {
+		case string(key) == "data_offsets" && !haveOffsets:
+			if e.Begin, e.End, haveOffsets = p.offsets(); !haveOffsets {
 				return Entry{}, false
 			}
 		default:
@@ -220,14 +399,18 @@ func (p *canonicalParser) entry(name string) (Entry, bool) {
 			break
 		}
 	}
-	if !haveDType || e.Shape == nil || offsets == nil {
+	if !haveDType || e.Shape == nil || !haveOffsets {
 		return Entry{}, false
 	}
-	dt, ok := tensor.FromSafetensors(dtype)
-	if !ok {
-		return Entry{}, false
+	dt := p.lastDType
+	if p.lastDTypeText == nil || !bytes.Equal(dtype, p.lastDTypeText) { // a checkpoint has few dtypes, mostly in runs
+		var known bool
+		if dt, known = tensor.FromSafetensors(string(dtype)); !known {
+			return Entry{}, false
+		}
+		p.lastDType, p.lastDTypeText = dt, dtype
 	}
-	e.DType, e.Begin, e.End = dt, offsets[0], offsets[1]
+	e.DType = dt
 	if e.End < e.Begin {
 		return Entry{}, false
 	}

@@ -1,8 +1,11 @@
 package safetensors
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -25,6 +28,9 @@ func TestCanonicalHeadersTakeTheFastPath(t *testing.T) {
 		`{}`,
 		" \n{ \"a\" : { \"shape\" : [ 1 , 2 ] , \"data_offsets\" : [ 0 , 2 ] , \"dtype\" : \"U8\" } } \t",
 		`{"__metadata__":{},"a":{"dtype":"I64","shape":[0],"data_offsets":[0,0]}}`,
+		// dtypes alternating; names of 8, 9 and 16 bytes, with braces, past ASCII
+		`{"abcdefgh":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"{abcdefg}":{"dtype":"F16","shape":[1],"data_offsets":[1,3]},` +
+			`"0123456789abcdef":{"dtype":"U8","shape":[2],"data_offsets":[3,5]},"ünïcode.weight.ünïcode":{"dtype":"F16","shape":[],"data_offsets":[5,7]}}`,
 	}
 	slow := []string{
 		`{"a\u0062":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`,        // an escape
@@ -35,6 +41,9 @@ func TestCanonicalHeadersTakeTheFastPath(t *testing.T) {
 		`{"__metadata__":null}`,                                              // no metadata object
 		`{"a":{"DType":"U8","shape":[1],"data_offsets":[0,1]}}`,              // another spelling
 		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}`,
+		`{"abcdefghijklmn\u006f":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`,         // an escape past the first word
+		"{\"abcdefghijklmn\x01\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", // a control character there
+		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"","shape":[1],"data_offsets":[1,2]}}`,
 	}
 	for _, h := range fast {
 		got, ok := parseCanonical([]byte(h))
@@ -79,6 +88,137 @@ func FuzzCanonicalAgreesWithJSON(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("the paths disagree on %q:\nfast %s\njson %s", raw, fmt.Sprint(got), fmt.Sprint(want))
+		}
+	})
+}
+
+// mayEndString tests eight bytes at once; it must agree with testing them
+// one by one, for every byte value at every position of a word of
+// otherwise ordinary bytes, and in random words.
+func TestMayEndString(t *testing.T) {
+	ends := func(x uint64) bool {
+		for i := range 8 {
+			if c := byte(x >> (8 * i)); c == '"' || c == '\\' || c < 0x20 {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(x uint64) {
+		if got, want := mayEndString(x), ends(x); got != want {
+			t.Fatalf("mayEndString(%#016x) = %v, want %v", x, got, want)
+		}
+	}
+	const plain = 0x6161616161616161 // "aaaaaaaa"
+	for pos := range 8 {
+		for c := range 256 {
+			check(plain&^(0xff<<(8*pos)) | uint64(c)<<(8*pos))
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1 << 20 {
+		check(rng.Uint64())
+	}
+}
+
+// bigHeader is a header of n entries, large enough for parseCanonical to
+// parse it in halves, with names holding braces and commas, two dtypes and
+// __metadata__ at position meta (or none for meta < 0). names overrides
+// entry names by position.
+func bigHeader(n, meta int, names map[int]string) []byte {
+	var b bytes.Buffer
+	b.WriteString("{")
+	var off uint64
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if i == meta {
+			b.WriteString(`"__metadata__":{"format":"pt","k}":"v},"},`)
+		}
+		name := fmt.Sprintf("model.layers.%d.mlp.experts.{%d},}.weight", i/64, i%64)
+		if s, ok := names[i]; ok {
+			name = s
+		}
+		dtype, size := "BF16", uint64(64*128*2)
+		if i%3 == 0 {
+			dtype, size = "F32", 64*128*4
+		}
+		fmt.Fprintf(&b, `%q: {"dtype":%q, "shape":[64,128], "data_offsets":[%d,%d]}`, name, dtype, off, off+size)
+		off += size
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// Large headers are parsed in two halves at once; the result must be the
+// one encoding/json gives, wherever the metadata is, and a duplicate name
+// across the halves must still send the header to encoding/json.
+func TestCanonicalHalvesParseAsTheWhole(t *testing.T) {
+	const n = 4000
+	for _, meta := range []int{-1, 0, n / 2, n - 1} {
+		raw := bigHeader(n, meta, nil)
+		if len(raw) < parallelFrom {
+			t.Fatalf("header of %d bytes is below the %d at which halves are parsed", len(raw), parallelFrom)
+		}
+		split := memberNear(raw, len(raw)/2)
+		if split < 0 {
+			t.Fatal("no member found near the middle")
+		}
+		got, ok, sure := parseHalves(raw, 1, split)
+		if !ok || !sure {
+			t.Fatalf("metadata at %d: halves not parsed (ok %v, sure %v)", meta, ok, sure)
+		}
+		want, err := parseJSON(raw, "x")
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("metadata at %d: halves and encoding/json disagree (%v)", meta, err)
+		}
+	}
+	// The same name in each half.
+	raw := bigHeader(n, -1, map[int]string{10: "dup", n - 10: "dup"})
+	if _, ok := parseCanonical(raw); ok {
+		t.Fatal("a name in both halves took the fast path")
+	}
+	if _, err := ParseHeader(raw, "x"); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Fatalf("a name in both halves: %v, want the duplicate reported", err)
+	}
+	// A split that is not where a member starts is noticed.
+	raw = bigHeader(n, -1, nil)
+	split := memberNear(raw, len(raw)/2)
+	if _, _, sure := parseHalves(raw, 1, split+1); sure {
+		t.Fatal("a split inside a member was taken")
+	}
+}
+
+// FuzzHalvesAgreeWithWhole holds the parse in halves to the parse of the
+// whole, at the split memberNear finds: when the first half confirms the
+// split, both parses accept the same headers with the same result.
+func FuzzHalvesAgreeWithWhole(f *testing.F) {
+	f.Add(bigHeader(3, 1, nil))
+	f.Add(bigHeader(4, -1, map[int]string{0: "a", 3: "a"}))
+	f.Add([]byte(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}, "b\"},\"c":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p := canonicalParser{b: raw}
+		p.space()
+		if !p.eat('{') {
+			return
+		}
+		p.space()
+		first := p.i
+		split := memberNear(raw, first+len(raw[first:])/2)
+		if split < 0 {
+			return
+		}
+		halves, ok, sure := parseHalves(raw, first, split)
+		if !sure {
+			return
+		}
+		whole, wholeOK := parseMembers(raw, first, len(raw), nil)
+		if ok != wholeOK {
+			t.Fatalf("halves ok %v, whole ok %v, on %q split at %d", ok, wholeOK, raw, split)
+		}
+		if ok && !reflect.DeepEqual(halves, whole.header()) {
+			t.Fatalf("halves and whole disagree on %q split at %d:\n%v\n%v", raw, split, halves, whole.header())
 		}
 	})
 }

@@ -15,11 +15,13 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,13 +130,15 @@ func ParseHeader(raw []byte, file string) (*Header, error) {
 			return nil, err
 		}
 	}
-	sort.SliceStable(h.Tensors, func(i, j int) bool {
-		a, b := h.Tensors[i], h.Tensors[j]
-		if a.Begin != b.Begin {
-			return a.Begin < b.Begin
+	byOffsets := func(a, b Entry) int {
+		if c := cmp.Compare(a.Begin, b.Begin); c != 0 {
+			return c
 		}
-		return a.End < b.End
-	})
+		return cmp.Compare(a.End, b.End)
+	}
+	if !slices.IsSortedFunc(h.Tensors, byOffsets) { // writers list tensors in data order
+		slices.SortStableFunc(h.Tensors, byOffsets)
+	}
 	var next uint64
 	for i := range h.Tensors {
 		e := &h.Tensors[i]
