@@ -207,6 +207,7 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 		drop[d.Tensor] = true
 	}
 	skp.Routes = map[string]*Route{}
+	final.Tensors = make([]tensor.TensorInfo, 0, len(in.Out.Tensors))
 	for _, t := range in.Out.Tensors {
 		if drop[t.Name] {
 			continue
@@ -293,11 +294,22 @@ func buildTrees(pl *Plan) []*Tree {
 		src  *pipeline.Stage
 		name string
 	}
-	trees := map[key]*Tree{}
-	var order []key
-	// pos is each source tensor's place in its source's list, and rank each
-	// source's place among the stages: the trees' order.
-	pos := map[key]int{}
+	// A tree sorts by its source's place among the stages, then its tensor's
+	// place in the source's list.
+	type sorted struct {
+		tree      *Tree
+		rank, pos int
+	}
+	leaves, sourceTensors := 0, 0
+	for _, sk := range pl.Sinks {
+		leaves += len(sk.Final.Tensors)
+	}
+	for _, sp := range pl.Stages {
+		if sp.Stage.Kind == pipeline.Source {
+			sourceTensors += len(sp.Out.Tensors)
+		}
+	}
+	pos := make(map[key]int, sourceTensors)
 	rank := map[*pipeline.Stage]int{}
 	sourceInfo := map[*pipeline.Stage]*tensor.Manifest{}
 	for i, sp := range pl.Stages {
@@ -310,16 +322,25 @@ func buildTrees(pl *Plan) []*Tree {
 			pos[key{sp.Stage, t.Name}] = j
 		}
 	}
+	// A tree per source tensor that reaches a sink, at most one per leaf:
+	// the trees and their roots come from two allocations.
+	n := min(leaves, sourceTensors)
+	trees := make(map[key]*Tree, n)
+	order := make([]sorted, 0, n)
+	treeSlab, rootSlab := make([]Tree, 0, n), make([]Node, 0, n)
 	for _, sk := range pl.Sinks {
 		for _, t := range sk.Final.Tensors {
 			r := sk.Routes[t.Name]
 			k := key{r.Source, r.SourceTensor}
 			tr, ok := trees[k]
 			if !ok {
-				info := &sourceInfo[r.Source].Tensors[pos[k]]
-				tr = &Tree{Source: r.Source, Tensor: *info, Root: &Node{Size: info.Size}}
+				j := pos[k]
+				info := &sourceInfo[r.Source].Tensors[j]
+				rootSlab = append(rootSlab, Node{Size: info.Size})
+				treeSlab = append(treeSlab, Tree{Source: r.Source, Tensor: *info, Root: &rootSlab[len(rootSlab)-1]})
+				tr = &treeSlab[len(treeSlab)-1]
 				trees[k] = tr
-				order = append(order, k)
+				order = append(order, sorted{tr, rank[r.Source], j})
 			}
 			n := tr.Root
 			for _, op := range r.Ops {
@@ -341,12 +362,13 @@ func buildTrees(pl *Plan) []*Tree {
 		}
 	}
 	// Source order first, then tensor order within the source.
-	slices.SortFunc(order, func(a, b key) int {
-		return cmp.Or(cmp.Compare(rank[a.src], rank[b.src]), cmp.Compare(pos[a], pos[b]))
-	})
+	byPlace := func(a, b sorted) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.pos, b.pos)) }
+	if !slices.IsSortedFunc(order, byPlace) {
+		slices.SortFunc(order, byPlace)
+	}
 	out := make([]*Tree, len(order))
-	for i, k := range order {
-		out[i] = trees[k]
+	for i, o := range order {
+		out[i] = o.tree
 	}
 	return out
 }

@@ -172,9 +172,10 @@ func (s *Sink) layout(m *tensor.Manifest) (*sinkPlan, []plugin.Decision, error) 
 	}
 
 	shards := 0
-	groups := map[int][]st.Tensor{}
-	for _, t := range m.Tensors {
-		entry := st.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Size: t.Size}
+	entries := make([]st.Tensor, len(m.Tensors))
+	shardOf := make([]int, len(m.Tensors))
+	for k, t := range m.Tensors {
+		entries[k] = st.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Size: t.Size}
 		i, n, ok := t.Shard()
 		if raw := t.Attr(tensor.AttrShard); raw != "" && !ok {
 			return nil, nil, fmt.Errorf("tensor %q: malformed shard assignment %q", t.Name, raw)
@@ -187,10 +188,17 @@ func (s *Sink) layout(m *tensor.Manifest) (*sinkPlan, []plugin.Decision, error) 
 		} else if n != shards {
 			return nil, nil, fmt.Errorf("tensor %q is assigned to shard %d/%d but others to a set of %d", t.Name, i, n, shards)
 		}
-		groups[i] = append(groups[i], entry)
+		shardOf[k] = i
 	}
 	if shards == 0 {
 		shards = 1
+	}
+	groups := map[int][]st.Tensor{1: entries}
+	if shards > 1 {
+		groups = map[int][]st.Tensor{}
+		for k, e := range entries {
+			groups[shardOf[k]] = append(groups[shardOf[k]], e)
+		}
 	}
 	sp := &sinkPlan{sideJSON: map[string][]byte{}}
 	weightMap := map[string]string{}
@@ -205,9 +213,11 @@ func (s *Sink) layout(m *tensor.Manifest) (*sinkPlan, []plugin.Decision, error) 
 			return nil, nil, err
 		}
 		sp.outputs = append(sp.outputs, output{path: p, layout: l})
-		for _, e := range l.Tensors {
-			weightMap[e.Name] = filepath.Base(p)
-			total += e.Size()
+		if shards > 1 {
+			for _, e := range l.Tensors {
+				weightMap[e.Name] = filepath.Base(p)
+			}
+			total += l.DataSize
 		}
 	}
 	if shards > 1 {

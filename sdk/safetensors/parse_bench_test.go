@@ -26,3 +26,17 @@ func BenchmarkParseHeader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanLayout lays out 4,096 tensors, as a sink does for a
+// mixture-of-experts shard (twice: in Plan and in Begin).
+func BenchmarkPlanLayout(b *testing.B) {
+	ts := make([]Tensor, 4096)
+	for i := range ts {
+		ts[i] = Tensor{Name: fmt.Sprintf("model.layers.%d.mlp.experts.%d.down_proj.weight", i/64, i%64), DType: tensor.BF16, Shape: []uint64{64, 128}, Size: 64 * 128 * 2}
+	}
+	for b.Loop() {
+		if _, err := PlanLayout(ts, map[string]string{"format": "pt"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -20,9 +20,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/bits"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -360,10 +360,13 @@ var alignRank = map[tensor.DType]int{
 // does. Every dtype must be a safetensors dtype and every size must match its
 // shape; names must be unique.
 func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
-	sorted := make([]Tensor, len(tensors))
-	copy(sorted, tensors)
-	seen := make(map[string]bool, len(sorted))
-	for _, t := range sorted {
+	type ranked struct {
+		Tensor
+		rank int
+	}
+	sorted := make([]ranked, len(tensors))
+	headerSize := 2 + 64 // the braces, and the metadata's member
+	for i, t := range tensors {
 		info, ok := t.DType.Info()
 		if !ok || info.Safetensors == "" {
 			return nil, fmt.Errorf("tensor %q: dtype %s has no safetensors equivalent", t.Name, t.DType)
@@ -371,10 +374,6 @@ func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
 		if t.Name == MetadataKey {
 			return nil, fmt.Errorf("tensor name %q is reserved for metadata", t.Name)
 		}
-		if seen[t.Name] {
-			return nil, fmt.Errorf("tensor %q appears twice", t.Name)
-		}
-		seen[t.Name] = true
 		want, err := t.DType.ShapeByteSize(t.Shape)
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
@@ -382,17 +381,27 @@ func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
 		if want != t.Size {
 			return nil, fmt.Errorf("tensor %q: %s %v needs %d bytes, not %d", t.Name, t.DType, t.Shape, want, t.Size)
 		}
+		sorted[i] = ranked{t, alignRank[t.DType]}
+		headerSize += len(t.Name) + 72 + 8*len(t.Shape) // quoted name, members, offsets of up to 12 digits
 	}
-	sort.SliceStable(sorted, func(i, j int) bool {
-		ri, rj := alignRank[sorted[i].DType], alignRank[sorted[j].DType]
-		if ri != rj {
-			return ri > rj
+	for k, v := range metadata {
+		headerSize += len(k) + len(v) + 6
+	}
+	byRankThenName := func(a, b ranked) int {
+		if a.rank != b.rank {
+			return cmp.Compare(b.rank, a.rank)
 		}
-		return sorted[i].Name < sorted[j].Name
-	})
+		return strings.Compare(a.Name, b.Name)
+	}
+	if !slices.IsSortedFunc(sorted, byRankThenName) { // a safetensors source lists them so already
+		slices.SortStableFunc(sorted, byRankThenName)
+	}
 	l := &Layout{Tensors: make([]Entry, len(sorted)), byName: make(map[string]int, len(sorted))}
 	var off uint64
 	for i, t := range sorted {
+		if _, dup := l.byName[t.Name]; dup {
+			return nil, fmt.Errorf("tensor %q appears twice", t.Name)
+		}
 		end, carry := bits.Add64(off, t.Size, 0)
 		if carry != 0 {
 			return nil, fmt.Errorf("total data size overflows 64 bits")
@@ -403,90 +412,96 @@ func PlanLayout(tensors []Tensor, metadata map[string]string) (*Layout, error) {
 	}
 	l.DataSize = off
 
-	var js bytes.Buffer
-	js.WriteByte('{')
+	// The prefix: the header's length, then the header, built in place.
+	js := make([]byte, 8, 8+headerSize+8)
+	js = append(js, '{')
 	first := true
 	if metadata != nil {
-		keys := make([]string, 0, len(metadata))
-		for k := range metadata {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		writeJSONString(&js, MetadataKey)
-		js.WriteString(":{")
+		keys := slices.Sorted(maps.Keys(metadata))
+		js = appendJSONString(js, MetadataKey)
+		js = append(js, ":{"...)
 		for i, k := range keys {
 			if i > 0 {
-				js.WriteByte(',')
+				js = append(js, ',')
 			}
-			writeJSONString(&js, k)
-			js.WriteByte(':')
-			writeJSONString(&js, metadata[k])
+			js = appendJSONString(js, k)
+			js = append(js, ':')
+			js = appendJSONString(js, metadata[k])
 		}
-		js.WriteByte('}')
+		js = append(js, '}')
 		first = false
 	}
 	for _, e := range l.Tensors {
 		if !first {
-			js.WriteByte(',')
+			js = append(js, ',')
 		}
 		first = false
 		info, _ := e.DType.Info()
-		writeJSONString(&js, e.Name)
-		js.WriteString(`:{"dtype":`)
-		writeJSONString(&js, info.Safetensors)
-		js.WriteString(`,"shape":[`)
+		js = appendJSONString(js, e.Name)
+		js = append(js, `:{"dtype":`...)
+		js = appendJSONString(js, info.Safetensors)
+		js = append(js, `,"shape":[`...)
 		for i, d := range e.Shape {
 			if i > 0 {
-				js.WriteByte(',')
+				js = append(js, ',')
 			}
-			js.WriteString(strconv.FormatUint(d, 10))
+			js = strconv.AppendUint(js, d, 10)
 		}
-		fmt.Fprintf(&js, `],"data_offsets":[%d,%d]}`, e.Begin, e.End)
+		js = append(js, `],"data_offsets":[`...)
+		js = strconv.AppendUint(js, e.Begin, 10)
+		js = append(js, ',')
+		js = strconv.AppendUint(js, e.End, 10)
+		js = append(js, "]}"...)
 	}
-	js.WriteByte('}')
-	for js.Len()%8 != 0 {
-		js.WriteByte(' ')
+	js = append(js, '}')
+	for (len(js)-8)%8 != 0 {
+		js = append(js, ' ')
 	}
-	if js.Len() > MaxHeaderSize {
-		return nil, fmt.Errorf("header of %d bytes is over the %d-byte limit readers accept", js.Len(), MaxHeaderSize)
+	if n := len(js) - 8; n > MaxHeaderSize {
+		return nil, fmt.Errorf("header of %d bytes is over the %d-byte limit readers accept", n, MaxHeaderSize)
 	}
-	l.Prefix = make([]byte, 8, 8+js.Len())
-	binary.LittleEndian.PutUint64(l.Prefix, uint64(js.Len()))
-	l.Prefix = append(l.Prefix, js.Bytes()...)
+	binary.LittleEndian.PutUint64(js, uint64(len(js)-8))
+	l.Prefix = js
 	return l, nil
 }
 
-// writeJSONString escapes s as serde_json does: quote, backslash and control
-// characters only; everything else, non-ASCII included, stays as it is.
-func writeJSONString(b *bytes.Buffer, s string) {
+// appendJSONString appends s quoted and escaped as serde_json escapes it:
+// quote, backslash and control characters only; everything else, non-ASCII
+// included, stays as it is.
+func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
+	b = append(b, '"')
+	plain := 0 // s[:plain] needs no escape, found eight bytes at a time
+	for plain+8 <= len(s) && !mayEndString(uint64(s[plain])|uint64(s[plain+1])<<8|uint64(s[plain+2])<<16|uint64(s[plain+3])<<24|
+		uint64(s[plain+4])<<32|uint64(s[plain+5])<<40|uint64(s[plain+6])<<48|uint64(s[plain+7])<<56) {
+		plain += 8
+	}
+	b = append(b, s[:plain]...)
+	for i := plain; i < len(s); i++ {
 		c := s[i]
 		switch c {
 		case '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		case '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case '\b':
-			b.WriteString(`\b`)
+			b = append(b, `\b`...)
 		case '\f':
-			b.WriteString(`\f`)
+			b = append(b, `\f`...)
 		case '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		default:
 			if c < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
+				b = append(b, `\u00`...)
+				b = append(b, hex[c>>4], hex[c&0xf])
 			} else {
-				b.WriteByte(c)
+				b = append(b, c)
 			}
 		}
 	}
-	b.WriteByte('"')
+	return append(b, '"')
 }

@@ -3,7 +3,9 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -257,5 +259,30 @@ func TestLayoutOffsetByName(t *testing.T) {
 	}
 	if _, ok := l.Offset(old); ok {
 		t.Errorf("%s still found after its rename", old)
+	}
+}
+
+// appendJSONString escapes as serde_json does, which for valid UTF-8 without
+// U+2028 and U+2029 is what encoding/json does with HTML escaping off; the
+// bytes to escape sit anywhere, before, inside and after the words the fast
+// path skips.
+func TestAppendJSONStringEscapesAsJSON(t *testing.T) {
+	pieces := []string{"a", "model.layers.", "é", "日本", "\"", "\\", "\n", "\t", "\x00", "\x1f", "\b", "\f", "\r", "\x7f", "}"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		var sb strings.Builder
+		for range rng.IntN(12) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := sb.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("%q: got %s, want %s", s, got, want.String())
+		}
 	}
 }
