@@ -138,8 +138,8 @@ type infoNode struct {
 	Children   []*infoNode `json:"children,omitempty"`
 }
 
-// newInfoReport builds the report; its Tensors only if tensors is set (the
-// text output prints them from the manifest).
+// newInfoReport builds the report; its Tensors and Tree only if tensors is
+// set (the text output prints them from the manifest).
 func newInfoReport(c *checkpoint, all, tree, tensors bool) *infoReport {
 	m := c.Manifest
 	r := &infoReport{
@@ -211,8 +211,8 @@ func newInfoReport(c *checkpoint, all, tree, tensors bool) *infoReport {
 		r.Metadata = append(r.Metadata, metadataJSON(k, v, all))
 		return true
 	})
-	if tree {
-		r.Tree = treeJSON(paramTree(m), m)
+	if tree && tensors {
+		r.Tree = treeJSON(sizeTree(paramTree(m), m))
 	}
 	return r
 }
@@ -346,7 +346,7 @@ func printInfo(w io.Writer, c *checkpoint, r *infoReport, all, tree bool) {
 	}
 	if tree {
 		fmt.Fprintln(w, "\nparameter tree:")
-		writeTree(w, paramTree(m), m)
+		writeTree(w, sizeTree(paramTree(m), m))
 		return
 	}
 	fmt.Fprintln(w, "\ntensors:")
@@ -401,128 +401,105 @@ func paramTree(m *tensor.Manifest) *apsim.Node {
 	return apsim.Tree(names)
 }
 
-// treeTotals sums parameters and bytes under every node.
-type treeTotals struct {
-	m      *tensor.Manifest
-	index  map[string]int
-	params map[*apsim.Node]uint64
-	bytes  map[*apsim.Node]uint64
-	sig    map[*apsim.Node]string
+// sizedNode is a node of the parameter tree with its tensor, the
+// parameters and bytes under it, and the number of its shape: two subtrees
+// have the same number if and only if they have the same keys, dtypes and
+// shapes all the way down, so that identical layers can be folded.
+type sizedNode struct {
+	*apsim.Node
+	tensor        *tensor.TensorInfo // nil where no tensor ends
+	params, bytes uint64
+	shape         int
+	children      []*sizedNode
 }
 
-func newTreeTotals(m *tensor.Manifest) *treeTotals {
-	return &treeTotals{m: m, index: m.Index(), params: map[*apsim.Node]uint64{}, bytes: map[*apsim.Node]uint64{}, sig: map[*apsim.Node]string{}}
-}
-
-func (tt *treeTotals) tensor(n *apsim.Node) *tensor.TensorInfo {
-	if n.Tensor == "" {
-		return nil
-	}
-	return &tt.m.Tensors[tt.index[n.Tensor]]
-}
-
-func (tt *treeTotals) sum(n *apsim.Node) (uint64, uint64) {
-	if p, ok := tt.params[n]; ok {
-		return p, tt.bytes[n]
-	}
-	var p, b uint64
-	if t := tt.tensor(n); t != nil {
-		e, _ := t.Elements()
-		p, b = e, t.Size
-	}
-	for _, c := range n.Children {
-		cp, cb := tt.sum(c)
-		p, b = p+cp, b+cb
-	}
-	tt.params[n], tt.bytes[n] = p, b
-	return p, b
-}
-
-// signature describes a subtree's shape (keys, dtypes, shapes) so that
-// identical layers can be folded.
-func (tt *treeTotals) signature(n *apsim.Node) string {
-	if s, ok := tt.sig[n]; ok {
+// sizeTree sizes every node of root, the tree paramTree spells from m.
+func sizeTree(root *apsim.Node, m *tensor.Manifest) *sizedNode {
+	index := m.Index()
+	shapes := map[string]int{} // a subtree's shape, spelt with its children's numbers → its number
+	var key []byte
+	var size func(n *apsim.Node) *sizedNode
+	size = func(n *apsim.Node) *sizedNode {
+		s := &sizedNode{Node: n, children: make([]*sizedNode, len(n.Children))}
+		for i, c := range n.Children {
+			s.children[i] = size(c)
+			s.params += s.children[i].params
+			s.bytes += s.children[i].bytes
+		}
+		key = key[:0]
+		if n.Tensor != "" {
+			t := &m.Tensors[index[n.Tensor]]
+			e, _ := t.Elements()
+			s.tensor, s.params, s.bytes = t, s.params+e, s.bytes+t.Size
+			key = append(append(key, t.DType...), shapeText(t.Shape)...)
+		}
+		key = append(key, '{')
+		for _, c := range s.children {
+			key = append(append(key, c.Key...), ':')
+			key = append(strconv.AppendInt(key, int64(c.shape), 10), ',')
+		}
+		key = append(key, '}')
+		if s.shape = shapes[string(key)]; s.shape == 0 {
+			s.shape = len(shapes) + 1
+			shapes[string(key)] = s.shape
+		}
 		return s
 	}
-	var b strings.Builder
-	if t := tt.tensor(n); t != nil {
-		fmt.Fprintf(&b, "%s%v", t.DType, t.Shape)
-	}
-	b.WriteByte('{')
-	for _, c := range n.Children {
-		b.WriteString(c.Key)
-		b.WriteByte(':')
-		b.WriteString(tt.signature(c))
-		b.WriteByte(',')
-	}
-	b.WriteByte('}')
-	s := b.String()
-	tt.sig[n] = s
-	return s
+	return size(root)
 }
 
-func treeJSON(root *apsim.Node, m *tensor.Manifest) *infoNode {
-	tt := newTreeTotals(m)
-	var conv func(n *apsim.Node) *infoNode
-	conv = func(n *apsim.Node) *infoNode {
-		p, b := tt.sum(n)
-		out := &infoNode{Key: n.Key, Tensor: n.Tensor, Parameters: p, Bytes: b}
-		for _, c := range n.Children {
-			out.Children = append(out.Children, conv(c))
-		}
-		return out
+func treeJSON(root *sizedNode) *infoNode {
+	out := &infoNode{Key: root.Key, Tensor: root.Tensor, Parameters: root.params, Bytes: root.bytes}
+	for _, c := range root.children {
+		out.Children = append(out.Children, treeJSON(c))
 	}
-	return conv(root)
+	return out
 }
 
 // writeTree prints the parameter tree: chains of single children joined
 // with dots, runs of list items with the same structure folded into one
 // ("0..31 × 32"), tensors with dtype, shape and size.
-func writeTree(w io.Writer, root *apsim.Node, m *tensor.Manifest) {
-	tt := newTreeTotals(m)
+func writeTree(w io.Writer, root *sizedNode) {
 	tw := newTable(w)
-	var walk func(n *apsim.Node, depth int)
-	line := func(label string, x *apsim.Node, depth int, suffix string) {
+	var walk func(n *sizedNode, depth int)
+	line := func(label string, x *sizedNode, depth int, suffix string) {
 		indent := strings.Repeat("  ", depth+1)
-		p, b := tt.sum(x)
-		if t := tt.tensor(x); t != nil && len(x.Children) == 0 {
+		if t := x.tensor; t != nil && len(x.children) == 0 {
 			fmt.Fprintf(tw, "%s%s\t%s %s\t%s\t%s\n", indent, label, t.DType, shapeText(t.Shape), bytesize.Human(t.Size), suffix)
 			return
 		}
-		what := humanCount(p) + " params"
-		if t := tt.tensor(x); t != nil {
+		what := humanCount(x.params) + " params"
+		if t := x.tensor; t != nil {
 			what = fmt.Sprintf("%s %s + %s", t.DType, shapeText(t.Shape), what)
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, label, what, bytesize.Human(b), suffix)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, label, what, bytesize.Human(x.bytes), suffix)
 	}
 	// compress follows chains of single children without a tensor.
-	compress := func(c *apsim.Node) (string, *apsim.Node) {
+	compress := func(c *sizedNode) (string, *sizedNode) {
 		label, x := c.Key, c
-		for x.Tensor == "" && len(x.Children) == 1 {
-			x = x.Children[0]
+		for x.tensor == nil && len(x.children) == 1 {
+			x = x.children[0]
 			label += "." + x.Key
 		}
 		return label, x
 	}
-	walk = func(n *apsim.Node, depth int) {
-		kids := n.Children
+	walk = func(n *sizedNode, depth int) {
+		kids, list := n.children, n.IsList()
 		for i := 0; i < len(kids); {
 			j := i + 1
-			if n.IsList() {
-				for j < len(kids) && tt.signature(kids[j]) == tt.signature(kids[i]) {
+			if list {
+				for j < len(kids) && kids[j].shape == kids[i].shape {
 					j++
 				}
 			}
+			label, x := compress(kids[i])
 			if j-i > 1 {
-				label, x := compress(kids[i])
 				label = kids[i].Key + ".." + kids[j-1].Key + strings.TrimPrefix(label, kids[i].Key)
 				line(label, x, depth, fmt.Sprintf("× %d (each)", j-i))
-				walk(x, depth+1)
 			} else {
-				label, x := compress(kids[i])
 				line(label, x, depth, "")
-				walk(x, depth+1)
 			}
+			walk(x, depth+1)
 			i = j
 		}
 	}

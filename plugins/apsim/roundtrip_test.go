@@ -308,6 +308,11 @@ func TestTree(t *testing.T) {
 	if layers == nil || !layers.IsList() || len(layers.Children) != 11 {
 		t.Fatalf("layers: %+v", layers)
 	}
+	// layers has more children than a node scans: they are indexed, and found
+	// in the index after the list was sorted.
+	if w := layers.Child("10").Child("W"); w == nil || w.Tensor != "layers.10.W" || layers.Child("11") != nil {
+		t.Errorf("layers.10.W by key: %+v", w)
+	}
 	if l0 := layers.Children[0]; l0.IsList() || len(l0.Children) != 2 || l0.Children[0].Key != "W" || l0.Children[0].Tensor != "layers.0.W" {
 		t.Errorf("layers.0: %+v", l0)
 	}

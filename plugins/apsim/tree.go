@@ -19,8 +19,13 @@ type Node struct {
 	// their first tensor appears in the names.
 	Children []*Node
 
+	// index finds children by key once there are more than indexFrom of
+	// them; fewer are scanned.
 	index map[string]*Node
 }
+
+// indexFrom is the number of children from which a node indexes them.
+const indexFrom = 8
 
 // IsList reports whether the node's children are exactly 0, 1, … n−1.
 func (n *Node) IsList() bool {
@@ -36,22 +41,48 @@ func (n *Node) IsList() bool {
 }
 
 // Child returns the child with the given key.
-func (n *Node) Child(key string) *Node { return n.index[key] }
+func (n *Node) Child(key string) *Node {
+	if n.index != nil {
+		return n.index[key]
+	}
+	for _, c := range n.Children {
+		if c.Key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// add appends a child with the given key and returns it.
+func (n *Node) add(key string) *Node {
+	c := &Node{Key: key}
+	n.Children = append(n.Children, c)
+	switch {
+	case n.index != nil:
+		n.index[key] = c
+	case len(n.Children) > indexFrom:
+		n.index = make(map[string]*Node, 2*len(n.Children))
+		for _, c := range n.Children {
+			n.index[c.Key] = c
+		}
+	}
+	return c
+}
 
 // Tree rebuilds the parameter tree from tensor names (parameter paths joined
 // with dots). Children of a node whose keys are all non-negative integers are
 // ordered by number; others keep the order in which names first mention
 // them.
 func Tree(names []string) *Node {
-	root := &Node{index: map[string]*Node{}}
+	root := &Node{}
 	for _, name := range names {
 		n := root
-		for _, part := range strings.Split(name, ".") {
-			c := n.index[part]
+		for rest, more := name, true; more; {
+			var part string
+			part, rest, more = strings.Cut(rest, ".")
+			c := n.Child(part)
 			if c == nil {
-				c = &Node{Key: part, index: map[string]*Node{}}
-				n.index[part] = c
-				n.Children = append(n.Children, c)
+				c = n.add(part)
 			}
 			n = c
 		}
