@@ -121,7 +121,7 @@ func parseMembers(raw []byte, from, stop int, tensors []Entry) (*memberRun, bool
 			p.space()
 			return r, p.i == len(raw)
 		}
-		if p.i >= stop {
+		if stop < len(raw) && p.i >= stop {
 			return r, p.i == stop
 		}
 	}

@@ -44,6 +44,8 @@ func TestCanonicalHeadersTakeTheFastPath(t *testing.T) {
 		`{"abcdefghijklmn\u006f":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`,         // an escape past the first word
 		"{\"abcdefghijklmn\x01\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", // a control character there
 		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"","shape":[1],"data_offsets":[1,2]}}`,
+		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},`,   // cut after a comma
+		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},  `, // the same, padded
 	}
 	for _, h := range fast {
 		got, ok := parseCanonical([]byte(h))
@@ -74,6 +76,7 @@ func FuzzCanonicalAgreesWithJSON(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"a":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,1]}}`))
 	f.Add([]byte(` {"__metadata__":{"a":"b"}, "x":{"data_offsets":[0,8],"dtype":"F64","shape":[]}} `))
+	f.Add([]byte(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}, `))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if !utf8.Valid(raw) {
 			return // ParseHeader refuses it before either path
