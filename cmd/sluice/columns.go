@@ -17,7 +17,7 @@ var blanks = bytes.Repeat([]byte{' '}, 64)
 // columns writes lines of cells aligned to widths measured beforehand, for
 // a table too long to hold: Measure every line, then write each with Line.
 // It aligns as table (text/tabwriter) aligns a table whose lines all have
-// the same number of cells, holding nothing but the widths and a line's worth of bytes.
+// the same number of cells, and holds nothing but the widths and a line.
 type columns struct {
 	out    *bufio.Writer
 	indent string // written before each line's first cell, counted in its width
