@@ -35,6 +35,8 @@ type File struct {
 	// dirty is what Dirty gathered since it last handed a span out.
 	dirty      span
 	dirtyBytes int64
+
+	onDone []func() // run once the file is committed or aborted
 }
 
 const tmpMarker = ".sluice-tmp-"
@@ -175,6 +177,7 @@ func (f *File) Commit() error {
 		return fmt.Errorf("%s: already committed or aborted", f.final)
 	}
 	f.done = true
+	defer f.runOnDone()
 	tmp := f.File.Name()
 	fail := func(err error) error {
 		f.cancelFollowers()
@@ -275,12 +278,37 @@ func (f *File) Abort() error {
 		return nil
 	}
 	f.done = true
+	defer f.runOnDone()
 	f.cancelFollowers()
 	f.File.Close()
 	if err := os.Remove(f.File.Name()); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing temporary file of %s: %w", f.final, err)
 	}
 	return nil
+}
+
+// OnDone has fn run once the file is committed or aborted, whichever ends
+// it, or at once if it has ended. A writer uses it to release what it holds
+// for the file's sake (sdk/plugin keeps the sources of file references
+// open until then).
+func (f *File) OnDone(fn func()) {
+	f.mu.Lock()
+	if !f.done {
+		f.onDone = append(f.onDone, fn)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	fn()
+}
+
+// runOnDone runs the OnDone functions; f.mu is held, so they must not call
+// the file's methods.
+func (f *File) runOnDone() {
+	for _, fn := range f.onDone {
+		fn()
+	}
+	f.onDone = nil
 }
 
 // cancelFollowers stops every follower and waits for them, so the file can

@@ -154,3 +154,45 @@ func TestDirtyGathersSmallWritesIntoSpans(t *testing.T) {
 		}
 	}
 }
+
+// OnDone's functions run once, when the file is committed or aborted,
+// whichever ends it; one given after the end runs at once.
+func TestOnDoneRunsOnceAtTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	for _, end := range []string{"commit", "abort", "failed commit"} {
+		f, err := Create(filepath.Join(dir, end), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := 0
+		f.OnDone(func() { runs++ })
+		if runs != 0 {
+			t.Fatalf("%s: ran before the end", end)
+		}
+		switch end {
+		case "commit":
+			err = f.Commit()
+		case "abort":
+			err = f.Abort()
+		case "failed commit": // the final name is a directory: the rename fails
+			if err := os.Mkdir(filepath.Join(dir, end), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if f.Commit() == nil {
+				t.Fatal("a commit onto a directory succeeded")
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Abort() // after the end: nothing more runs
+		if runs != 1 {
+			t.Fatalf("%s: ran %d times, want once", end, runs)
+		}
+		late := false
+		f.OnDone(func() { late = true })
+		if !late {
+			t.Fatalf("%s: a function given after the end did not run", end)
+		}
+	}
+}

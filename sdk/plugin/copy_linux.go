@@ -5,7 +5,6 @@ package plugin
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -29,11 +28,11 @@ func errorsIsUnsupported(err error) bool { return errors.Is(err, errUnsupported)
 
 // copyFileRange copies ref into dst at off inside the kernel.
 func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error {
-	src, err := os.Open(ref.Path)
+	src, done, err := openSource(dst, ref.Path)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer done()
 	roff := int64(ref.Offset)
 	woff := off
 	left := int64(ref.Length)
