@@ -262,13 +262,15 @@ func readIndex(indexPath string) ([]shardFile, error) {
 	dir := filepath.Dir(indexPath)
 	byFile := map[string]map[string]bool{}
 	for name, file := range idx.WeightMap {
-		if err := CheckLocalName(file); err != nil {
-			return nil, &binio.FormatError{File: indexPath, Offset: -1, Tensor: name, Msg: err.Error()}
+		want := byFile[file]
+		if want == nil { // a file's name is checked once, not once per tensor
+			if err := CheckLocalName(file); err != nil {
+				return nil, &binio.FormatError{File: indexPath, Offset: -1, Tensor: name, Msg: err.Error()}
+			}
+			want = map[string]bool{}
+			byFile[file] = want
 		}
-		if byFile[file] == nil {
-			byFile[file] = map[string]bool{}
-		}
-		byFile[file][name] = true
+		want[name] = true
 	}
 	names := make([]string, 0, len(byFile))
 	for f := range byFile {
