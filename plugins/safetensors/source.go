@@ -253,7 +253,9 @@ func readIndex(indexPath string) ([]shardFile, error) {
 		return nil, err
 	}
 	var idx hfIndex
-	if err := json.Unmarshal(b, &idx); err != nil {
+	if wm, ok := st.IndexWeightMap(b); ok { // an index as Hugging Face writes it, read fast
+		idx.WeightMap = wm
+	} else if err := json.Unmarshal(b, &idx); err != nil {
 		return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: "index is not valid JSON", Err: err}
 	}
 	if len(idx.WeightMap) == 0 {

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -222,6 +223,76 @@ func FuzzHalvesAgreeWithWhole(f *testing.F) {
 		}
 		if ok && !reflect.DeepEqual(halves, whole.header()) {
 			t.Fatalf("halves and whole disagree on %q split at %d:\n%v\n%v", raw, split, halves, whole.header())
+		}
+	})
+}
+
+// Indexes as Hugging Face writes them take the fast path, with the map
+// encoding/json reads; anything else is left to encoding/json.
+func TestIndexWeightMapTakesPlainIndexes(t *testing.T) {
+	fast := []string{
+		"{\n  \"metadata\": {\n    \"total_size\": 327680000\n  },\n  \"weight_map\": {\n    \"a.weight\": \"model-00001-of-00002.safetensors\",\n    \"b.weight\": \"model-00002-of-00002.safetensors\",\n    \"c.weight\": \"model-00001-of-00002.safetensors\"\n  }\n}\n",
+		`{"weight_map":{"x":"f"},"metadata":{"format":"pt","total_size":1}}`,
+		`{"weight_map":{}}`,
+		`{"metadata":{},"weight_map":{"ünïcode":"日本.safetensors"}}`,
+	}
+	slow := []string{
+		`{"metadata":{"total_size":1}}`,                     // no weight map
+		`{"weight_map":{"a":"f",}}`,                         // a trailing comma
+		`{"weight_map":{"a":"f"},}`,                         // another
+		`{"weight_map":{"a":"f","a":"g"}}`,                  // a name twice
+		`{"weight_map":{"a\u0062":"f"}}`,                    // an escape
+		`{"weight_map":{"a":"f"},"weight_map":{"b":"g"}}`,   // the map twice
+		`{"Weight_Map":{"a":"f"}}`,                          // another spelling
+		`{"weight_map":{"a":"f"},"extra":1}`,                // another member
+		`{"metadata":{"total_size":1.5},"weight_map":{}}`,   // a fraction
+		`{"metadata":{"n":{"m":1}},"weight_map":{"a":"f"}}`, // nested metadata
+		`{"weight_map":{"a":"f"}} x`,                        // trailing bytes
+		"{\"weight_map\":{\"a\xff\":\"f\"}}",                // not UTF-8
+		`{"weight_map":null}`,
+	}
+	type index struct {
+		Metadata  map[string]any    `json:"metadata"`
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	for _, raw := range fast {
+		got, ok := IndexWeightMap([]byte(raw))
+		if !ok {
+			t.Errorf("%s: not taken by the fast path", raw)
+			continue
+		}
+		var want index
+		if err := json.Unmarshal([]byte(raw), &want); err != nil || !reflect.DeepEqual(got, want.WeightMap) {
+			t.Errorf("%s: fast path %v, encoding/json %v (%v)", raw, got, want.WeightMap, err)
+		}
+	}
+	for _, raw := range slow {
+		if _, ok := IndexWeightMap([]byte(raw)); ok {
+			t.Errorf("%s: taken by the fast path", raw)
+		}
+	}
+}
+
+// FuzzIndexWeightMapAgreesWithJSON holds the index's fast path to
+// encoding/json: what it accepts, encoding/json reads to the same map.
+func FuzzIndexWeightMapAgreesWithJSON(f *testing.F) {
+	f.Add([]byte("{\n  \"metadata\": {\n    \"total_size\": 3\n  },\n  \"weight_map\": {\n    \"a\": \"f1\",\n    \"b\": \"f2\"\n  }\n}"))
+	f.Add([]byte(`{"weight_map":{"a":"f"},"metadata":{"format":"pt"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"f",}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := IndexWeightMap(raw)
+		if !ok {
+			return
+		}
+		var want struct {
+			Metadata  map[string]any    `json:"metadata"`
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("the fast path took an index encoding/json refuses (%v):\n%q", err, raw)
+		}
+		if !reflect.DeepEqual(got, want.WeightMap) {
+			t.Fatalf("the paths disagree on %q:\nfast %v\njson %v", raw, got, want.WeightMap)
 		}
 	})
 }

@@ -10,7 +10,8 @@
 // then name; compact JSON; the header padded with spaces to a multiple of 8.
 //
 // The package handles one file. Sharded checkpoints (index.json) and
-// directories belong to the plugins that use it.
+// directories belong to the plugins that use it; IndexWeightMap only reads
+// an index's weight map fast, with the header's scanner.
 package safetensors
 
 import (
