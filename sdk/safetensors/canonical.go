@@ -104,7 +104,7 @@ func parseMembers(raw []byte, from, stop int, tensors []Entry) (*memberRun, bool
 		}
 		r.seen[name] = struct{}{}
 		if name == MetadataKey {
-			if r.metadata, ok = p.metadata(); !ok {
+			if r.metadata, ok = p.stringObject(0); !ok {
 				return nil, false
 			}
 		} else {
@@ -419,31 +419,4 @@ func (p *canonicalParser) entry(name string) (Entry, bool) {
 		return Entry{}, false
 	}
 	return e, true
-}
-
-// metadata takes the __metadata__ object of strings.
-func (p *canonicalParser) metadata() (map[string]string, bool) {
-	if !p.eat('{') {
-		return nil, false
-	}
-	md := map[string]string{}
-	p.space()
-	if p.eat('}') {
-		return md, true
-	}
-	for {
-		k, ok := p.str()
-		if !ok || !p.colon() {
-			return nil, false
-		}
-		if _, dup := md[k]; dup {
-			return nil, false
-		}
-		if md[k], ok = p.str(); !ok {
-			return nil, false
-		}
-		if !p.next('}') {
-			return md, !p.err
-		}
-	}
 }

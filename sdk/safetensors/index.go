@@ -39,7 +39,11 @@ func IndexWeightMap(raw []byte) (weightMap map[string]string, ok bool) {
 				return nil, false
 			}
 		case string(key) == "weight_map" && weightMap == nil:
-			if weightMap, ok = p.stringObject(); !ok {
+			// Each member has four quotes; the hint is capped, and the map
+			// grows past it, so that a file of quotes cannot make it
+			// allocate much.
+			hint := min(bytes.Count(raw[p.i:], []byte{'"'})/4, 1<<18)
+			if weightMap, ok = p.stringObject(hint); !ok {
 				return nil, false
 			}
 		default:
@@ -85,15 +89,14 @@ func (p *canonicalParser) scalarObject() bool {
 	}
 }
 
-// stringObject takes an object of strings with no name twice. Runs of the
-// same value (a shard's tensors) share one string.
-func (p *canonicalParser) stringObject() (map[string]string, bool) {
+// stringObject takes an object of strings with no name twice (a header's
+// __metadata__, an index's weight_map) into a map sized for hint members.
+// Runs of the same value (a shard's tensors) share one string.
+func (p *canonicalParser) stringObject(hint int) (map[string]string, bool) {
 	if !p.eat('{') {
 		return nil, false
 	}
-	// Each member has four quotes; the hint is capped, and the map grows
-	// past it, so that a file of quotes cannot make it allocate much.
-	m := make(map[string]string, min(bytes.Count(p.b[p.i:], []byte{'"'})/4, 1<<18))
+	m := make(map[string]string, hint)
 	p.space()
 	if p.eat('}') {
 		return m, true
@@ -105,7 +108,7 @@ func (p *canonicalParser) stringObject() (map[string]string, bool) {
 			return nil, false
 		}
 		if _, dup := m[name]; dup {
-			return nil, false // encoding/json keeps the last; the caller's check decides
+			return nil, false // encoding/json would keep the last
 		}
 		value, ok := p.strBytes()
 		if !ok {
