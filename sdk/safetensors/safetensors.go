@@ -473,8 +473,7 @@ func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	plain := 0 // s[:plain] needs no escape, found eight bytes at a time
-	for plain+8 <= len(s) && !mayEndString(uint64(s[plain])|uint64(s[plain+1])<<8|uint64(s[plain+2])<<16|uint64(s[plain+3])<<24|
-		uint64(s[plain+4])<<32|uint64(s[plain+5])<<40|uint64(s[plain+6])<<48|uint64(s[plain+7])<<56) {
+	for plain+8 <= len(s) && !mayEndString(binary.LittleEndian.Uint64([]byte(s[plain:plain+8]))) {
 		plain += 8
 	}
 	b = append(b, s[:plain]...)
