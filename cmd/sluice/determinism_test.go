@@ -22,24 +22,60 @@ func TestParallelQuantizationIsReproducible(t *testing.T) {
 	if err := sample.Write(in, c); err != nil {
 		t.Fatal(err)
 	}
-	var runs []map[string][]byte
-	var names []string
-	for _, mode := range [][]string{{"--workers", "1"}, {"--workers", "2"}, {"--workers", "1", "--in-process"}, {"--workers", "2", "--in-process"}} {
-		out := t.TempDir()
+	sameOutputs(t, 2, func(out string) string {
 		src := fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\n", filepath.Join(in, "model.safetensors"))
 		for _, dt := range []string{"q8_0", "q4_0"} {
 			src += fmt.Sprintf("sink \"gguf\" %q {\n  input = source.in\n  path  = %q\n  dtype = %q\n}\n", dt, filepath.Join(out, dt+".gguf"), dt)
 		}
-		p := writePipeline(t, src)
+		return src
+	}, []string{"--workers", "1"}, []string{"--workers", "2"}, []string{"--workers", "1", "--in-process"}, []string{"--workers", "2", "--in-process"})
+}
+
+// TestManySmallConversionsMatchInProcess converts a checkpoint of a few
+// hundred small tensors, each one chunk for one sink: out of process the
+// host gathers their converted bytes into messages of several tensors
+// (protocol 1.4), in-process each is written alone. The files must be the
+// same byte for byte.
+func TestManySmallConversionsMatchInProcess(t *testing.T) {
+	in := t.TempDir()
+	c := sample.Default
+	c.Hidden, c.Intermediate, c.Layers, c.Shards = 256, 256, 24, 1
+	if err := sample.Write(in, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, dt := range []string{"q8_0", "q4_K", "f32"} {
+		t.Run(dt, func(t *testing.T) {
+			sameOutputs(t, 1, func(out string) string {
+				return fmt.Sprintf("source \"safetensors\" \"in\" {\n  path = %q\n}\nsink \"gguf\" \"out\" {\n  input = source.in\n  path  = %q\n  dtype = %q\n}\n",
+					filepath.Join(in, "model.safetensors"), filepath.Join(out, "model.gguf"), dt)
+			}, nil, []string{"--in-process"})
+		})
+	}
+}
+
+// sameOutputs runs the pipeline src writes into an output directory once
+// per mode (extra arguments of sluice run), and checks that every run
+// wrote the same want files, byte for byte.
+func sameOutputs(t *testing.T, want int, src func(out string) string, modes ...[]string) {
+	t.Helper()
+	var runs []map[string][]byte
+	var names []string
+	for _, mode := range modes {
+		name := strings.Join(mode, " ")
+		if name == "" {
+			name = "sluice run"
+		}
+		out := t.TempDir()
+		p := writePipeline(t, src(out))
 		args := append([]string{"run", p, "--quiet", "--run-manifest=false"}, mode...)
 		if _, stderr, code := sluice(t, args...); code != 0 {
-			t.Fatalf("%s: exit %d\n%s", strings.Join(mode, " "), code, stderr)
+			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
 		runs = append(runs, listFiles(t, out))
-		names = append(names, strings.Join(mode, " "))
+		names = append(names, name)
 	}
-	if len(runs[0]) != 2 {
-		t.Fatalf("the first run wrote %d files, want 2", len(runs[0]))
+	if len(runs[0]) != want {
+		t.Fatalf("the first run wrote %d files, want %d", len(runs[0]), want)
 	}
 	files := make([]string, 0, len(runs[0]))
 	for f := range runs[0] {
@@ -52,7 +88,7 @@ func TestParallelQuantizationIsReproducible(t *testing.T) {
 		}
 		for _, f := range files {
 			if !bytes.Equal(runs[i][f], runs[0][f]) {
-				t.Errorf("%s: %s differs from the output of %s", names[i], f, names[0])
+				t.Errorf("%q: %s differs from the output of %q", names[i], f, names[0])
 			}
 		}
 	}

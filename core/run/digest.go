@@ -188,6 +188,9 @@ type digestingSink struct {
 // GathersFileWrites forwards to the sink.
 func (s digestingSink) GathersFileWrites() bool { return plugin.GathersFileWrites(s.Sink) }
 
+// GathersSlotWrites forwards to the sink.
+func (s digestingSink) GathersSlotWrites() bool { return plugin.GathersSlotWrites(s.Sink) }
+
 // sourceEnd is the input file a tensor is read from and where its bytes end
 // there.
 type sourceEnd struct {

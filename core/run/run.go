@@ -203,12 +203,15 @@ func (r *runner) file(p string) (*os.File, error) {
 	return f, nil
 }
 
-// maxCopies is how many small copy trees (isSmallCopy) run at once,
-// beside the others: they hold no memory of the run's and no core, and
-// their sinks gather them (plugin.FileWriteGatherer: a plugin process's
+// maxCopies is how many small trees (isSmallCopy, isSmallStream) run at
+// once, beside the others. Their sinks gather their writes
+// (plugin.FileWriteGatherer, plugin.SlotWriteGatherer: a plugin process's
 // sink sends many in one message, where a model of many small tensors would
-// otherwise cost a round trip each). Small, so that a sink that buffers
-// what it is given holds at most maxCopies × smallCopy bytes for them.
+// otherwise cost a round trip each), so the more in flight the fewer
+// messages. Copies hold no memory of the run's and no core; conversions
+// hold a slot per node of the arena, which bounds them too. Small, so that
+// a sink that buffers what it is given holds at most maxCopies × smallCopy
+// bytes for them.
 const (
 	maxCopies = 64
 	smallCopy = 256 << 10
@@ -218,8 +221,8 @@ const (
 // sets of goroutines take the trees one after another (a goroutine per tree
 // would grow a new stack through the plugin calls for each of a model's
 // tensors, of which there can be tens of thousands): 2 × workers + 2 for
-// most trees, and up to maxCopies more for small copy trees, which the
-// first hand over as they come to them.
+// most trees, and up to maxCopies more for small trees whose writes their
+// sinks gather, which the first hand over as they come to them.
 func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 	g, ctx := errgroup.WithContext(ctx)
 	run := func(t *plan.Tree, rank int) error {
@@ -233,8 +236,9 @@ func (r *runner) runTrees(ctx context.Context, trees []*plan.Tree) error {
 	}
 	small := make([]bool, len(trees))
 	copyTrees := 0 // small ones
+	slot := uint64(r.opts.Arena.SlotSize())
 	for i, t := range trees {
-		if small[i] = isSmallCopy(t); small[i] {
+		if small[i] = isSmallCopy(t) || isSmallStream(t, slot); small[i] {
 			copyTrees++
 		}
 	}
@@ -295,6 +299,39 @@ func isSmallCopy(t *plan.Tree) bool {
 		}
 	}
 	return true
+}
+
+// isSmallStream reports whether a tree converts a tensor of at most
+// smallCopy bytes in one chunk for sinks that all gather such writes: the
+// converted bytes whole in a slot (plugin.SlotWriteGatherer), and the
+// source's file reference for a leaf at the root of a tensor that has one.
+func isSmallStream(t *plan.Tree, slot uint64) bool {
+	if t.Tensor.Size > smallCopy || len(t.Root.Children) == 0 {
+		return false
+	}
+	if lay := planLayout(t, slot); lay.chunk == 0 || t.Tensor.Size > lay.chunk {
+		return false
+	}
+	for _, l := range t.Root.Leaves {
+		if t.Tensor.Location != nil && !plugin.GathersFileWrites(l.Sink.Sink) || t.Tensor.Location == nil && !plugin.GathersSlotWrites(l.Sink.Sink) {
+			return false
+		}
+	}
+	var gathered func(n *plan.Node) bool
+	gathered = func(n *plan.Node) bool {
+		for _, c := range n.Children {
+			for _, l := range c.Leaves {
+				if !plugin.GathersSlotWrites(l.Sink.Sink) {
+					return false
+				}
+			}
+			if !gathered(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return gathered(t.Root)
 }
 
 // writeFileLeaf hands leaf the file reference of its tree's tensor.
@@ -437,6 +474,13 @@ func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
 	}
 	slot := uint64(r.opts.Arena.SlotSize())
 	lay := planLayout(t, slot)
+	if f, ok := oneChunkFeed(t, lay, r.opts.Arena.Slots()); ok {
+		if err := r.runOneChunk(ctx, t, lay, f, rank); err != nil {
+			return err
+		}
+		r.done(t, 0)
+		return nil
+	}
 	g, ctx := errgroup.WithContext(ctx)
 
 	// Leaves at the root of a file-backed tensor take the file reference.
@@ -593,6 +637,80 @@ func feedsOf(t *plan.Tree, rootLeaves []plan.Leaf) []*leafFeed {
 	return out
 }
 
+// oneChunkFeed returns the only leaf of a tree that streams in one chunk
+// and writes to one leaf, which runOneChunk runs.
+func oneChunkFeed(t *plan.Tree, lay layout, slots int) (*leafFeed, bool) {
+	if lay.chunk == 0 || t.Tensor.Size == 0 || t.Tensor.Size > lay.chunk || 1+lay.nodes > slots {
+		return nil, false
+	}
+	var found *leafFeed
+	count := 0
+	var walk func(n *plan.Node)
+	walk = func(n *plan.Node) {
+		for _, l := range n.Leaves {
+			count++
+			found = &leafFeed{leaf: l, node: n}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(t.Root)
+	if count != 1 || found.node == t.Root && t.Tensor.Location != nil {
+		return nil, false // a leaf at the root of a file takes its reference
+	}
+	return found, true
+}
+
+// runOneChunk runs a tree whose tensor is one chunk and which has one leaf
+// (oneChunkFeed) in the calling goroutine: what runStream does with a
+// reader, workers, an emitter and a writer of its own, which for a model
+// of tens of thousands of small tensors cost more than the work.
+func (r *runner) runOneChunk(ctx context.Context, t *plan.Tree, lay layout, f *leafFeed, rank int) error {
+	pool, err := r.opts.Arena.Reserve(ctx, 1+lay.nodes)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cr, err := r.openRoot(ctx, t, pool, lay.align, lay.chunk)
+	if err != nil {
+		return &treeError{tree: t, err: err}
+	}
+	root, err := cr.NextChunk(ctx)
+	cr.Close()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return &treeError{tree: t, err: err}
+	}
+	b := &bundle{root: root, out: map[*plan.Node]*plugin.Chunk{}}
+	if err := r.apply(ctx, pool, t.Root, root, b, rank); err != nil {
+		b.release()
+		return &treeError{tree: t, err: err}
+	}
+	n := uint64(len(root.Data))
+	c := root
+	if f.node != t.Root {
+		c = b.out[f.node]
+	}
+	c.Retain()
+	b.release()
+	data := plugin.NewChunkData(ctx, f.node.Size, plugin.SingleChunk(c), nil)
+	err = noSpace(f.leaf.Sink, f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data))
+	data.Close()
+	if err != nil {
+		return &treeError{tree: t, leaf: &f.leaf, err: err}
+	}
+	if data.Consumed() != f.node.Size {
+		return &treeError{tree: t, leaf: &f.leaf, err: fmt.Errorf("the sink took %d of the tensor's %d bytes", data.Consumed(), f.node.Size)}
+	}
+	if p := r.opts.Progress; p != nil {
+		p.Advance(n)
+	}
+	return nil
+}
+
 // runStream processes a tree chunk by chunk: a reader, workers applying ops
 // in parallel, and an emitter delivering chunks to each sink in order.
 func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLeaves []plan.Leaf, rank int) error {
@@ -615,7 +733,12 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	}
 	inFlight := min(workers+1, slots/perChunk)
 	workers = max(1, min(workers, inFlight))
-	need := min(perChunk*inFlight+2*len(feeds), slots)
+	slack := 2 * len(feeds)
+	if chunks <= 1 {
+		// One chunk: the sinks hold that chunk's slots and no other.
+		inFlight, slack = 1, 0
+	}
+	need := min(perChunk*inFlight+slack, slots)
 	tickets := make(chan struct{}, inFlight)
 	pool, err := r.opts.Arena.Reserve(ctx, need)
 	if err != nil {

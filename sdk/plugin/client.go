@@ -294,8 +294,8 @@ func (r *remoteReader) Close() error {
 type remoteSink struct {
 	c       *rpcClient
 	session uint64
-	lanes   writeLanes  // idle WriteSeries streams (protocol 1.3)
-	files   fileBatches // writes of file references waiting for a message
+	lanes   writeLanes   // idle WriteSeries streams (protocol 1.3)
+	batches writeBatches // small writes waiting for a WriteFiles message
 }
 
 func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
@@ -364,8 +364,21 @@ type chunkedData interface {
 
 func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
 	if ref, ok := data.File(); ok && ref.Length <= gatherBelow && s.GathersFileWrites() {
-		return s.writeFile(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
-			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}})
+		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
+			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}}, nil)
+	}
+	whole, back, err := s.peekWhole(ctx, data)
+	if err != nil {
+		return err
+	}
+	if whole != nil {
+		_, slot, _ := whole.Slot()
+		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
+			Data: &pb.Chunk{Length: data.Size(), Payload: &pb.Chunk_Slot{Slot: slot}, Last: true}}, whole)
+	}
+	if back != nil {
+		defer back.Close()
+		data = NewChunkData(ctx, data.Size(), back, nil)
 	}
 	// The watchdog runs while the plugin holds arena slots, while a send
 	// waits for it, and while the final confirmation is awaited.

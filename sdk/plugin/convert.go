@@ -136,7 +136,7 @@ func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
 		Name:          i.Name,
 		Version:       i.Version,
 		ProtocolMinor: uint32(i.ProtocolMinor),
-		Capabilities:  &pb.Capabilities{Arena: arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries},
+		Capabilities:  &pb.Capabilities{Arena: arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries, WriteData: i.WriteData},
 	}
 	add := func(kind pb.Component_Kind, cs []ComponentInfo) {
 		for _, c := range cs {
@@ -153,7 +153,7 @@ func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
 func infoFromProto(p *pb.GetInfoResponse) *Info {
 	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor),
 		Arena: p.GetCapabilities().GetArena(), FileRefs: p.GetCapabilities().GetFileRef(),
-		WriteSeries: p.GetCapabilities().GetWriteSeries()}
+		WriteSeries: p.GetCapabilities().GetWriteSeries(), WriteData: p.GetCapabilities().GetWriteData()}
 	for _, c := range p.Components {
 		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
 		switch c.Kind {

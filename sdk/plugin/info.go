@@ -8,11 +8,12 @@ import (
 // ProtocolVersion is the major version of the plugin protocol
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
-// without fsync, 1.3 series of tensor writes over one stream). Minors are
+// without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
+// tensors gathered into one message). Minors are
 // additive: a peer of another minor of the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 3
+	ProtocolMinor   = 4
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -32,6 +33,11 @@ type Info struct {
 	// over one stream (protocol 1.3); to one that does not, the host opens a
 	// stream per tensor.
 	WriteSeries bool
+	// WriteData reports that the plugin takes, among the tensors of one
+	// WriteFiles message, tensors whose bytes lie whole in an arena slot
+	// (protocol 1.4); to one that does not, the host writes each such tensor
+	// on its own.
+	WriteData bool
 }
 
 // ComponentInfo describes one source or sink type.
@@ -60,7 +66,7 @@ func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
 
 // Info describes the plugin as a client would see it.
 func (p *Plugin) Info() *Info {
-	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true}
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true, WriteData: true}
 	for _, s := range p.Sources {
 		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
 	}

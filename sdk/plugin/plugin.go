@@ -67,6 +67,21 @@ func GathersFileWrites(s Sink) bool {
 	return ok && g.GathersFileWrites()
 }
 
+// SlotWriteGatherer is implemented by a Sink that gathers, likewise,
+// concurrent writes of small tensors whose bytes lie whole in one chunk of a
+// slot of the host's arena: tensors the core converted (protocol 1.4's
+// WriteStart.data). The core then runs more small trees at once for it.
+type SlotWriteGatherer interface {
+	// GathersSlotWrites reports whether the sink gathers them.
+	GathersSlotWrites() bool
+}
+
+// GathersSlotWrites reports whether s is a SlotWriteGatherer that gathers.
+func GathersSlotWrites(s Sink) bool {
+	g, ok := s.(SlotWriteGatherer)
+	return ok && g.GathersSlotWrites()
+}
+
 // SinkPlan is a sink's decision for one manifest.
 type SinkPlan struct {
 	// Convert lists tensors that must arrive in another dtype than the

@@ -400,7 +400,13 @@ func (s sinkServer) WriteSeries(stream pb.Sink_WriteSeriesServer) error {
 func (s sinkServer) writeFiles(stream writeStream, files *pb.WriteFiles) error {
 	ctx := stream.Context()
 	for i, start := range files.Tensors {
-		if err := s.writeFile(ctx, start); err != nil {
+		var err error
+		if start.Data != nil {
+			err = s.writeWhole(ctx, start)
+		} else {
+			err = s.writeFile(ctx, start)
+		}
+		if err != nil {
 			if serr := stream.Send(&pb.WriteAck{Written: uint32(i)}); serr != nil {
 				return serr
 			}
@@ -414,7 +420,7 @@ func (s sinkServer) writeFiles(stream writeStream, files *pb.WriteFiles) error {
 func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
 	f := start.File
 	if f == nil {
-		return fmt.Errorf("tensor %q: a write of files without a file reference", start.Tensor)
+		return fmt.Errorf("tensor %q: a write of files without a file reference or data", start.Tensor)
 	}
 	sk, err := s.sink(start.Session)
 	if err != nil {
@@ -427,6 +433,53 @@ func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
 		return err
 	}
 	return sk.Write(ctx, start.Tensor, FileData(tensor.FileRef{Path: f.Path, Offset: f.Offset, Length: f.Length}))
+}
+
+// writeWhole writes a tensor of a WriteFiles whose start carries all of its
+// bytes in one arena slot (protocol 1.4). The slot is the host's again once
+// the tensor is counted as written, so no acknowledgement of its own is sent.
+func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error {
+	c := start.Data
+	if c.Offset != 0 || c.Length != start.Size || !c.Last || start.File != nil {
+		return fmt.Errorf("tensor %q of %d bytes: its data must be one chunk of it all, got [%d, +%d) marked last = %v beside a file reference = %v",
+			start.Tensor, start.Size, c.Offset, c.Length, c.Last, start.File != nil)
+	}
+	slot, ok := c.Payload.(*pb.Chunk_Slot)
+	if !ok {
+		return fmt.Errorf("tensor %q: its data in a write of files must lie in an arena slot", start.Tensor)
+	}
+	if s.arena == nil {
+		return fmt.Errorf("tensor %q: data in an arena slot, but no arena was mapped", start.Tensor)
+	}
+	mem, err := s.arena.Slot(slot.Slot)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", start.Tensor, err)
+	}
+	if c.Length > uint64(len(mem)) {
+		return fmt.Errorf("tensor %q: %d bytes in a slot of %d", start.Tensor, c.Length, len(mem))
+	}
+	sk, err := s.sink(start.Session)
+	if err != nil {
+		return err
+	}
+	// A sink may hold the chunk past its Write (Retain); the slot is the
+	// host's again only once it is released.
+	released := make(chan struct{})
+	data := NewChunkData(ctx, start.Size, SingleChunk(NewChunk(mem[:c.Length], 0, func() { close(released) })), nil)
+	werr := sk.Write(ctx, start.Tensor, data)
+	data.Close()
+	select {
+	case <-released:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if werr != nil {
+		return werr
+	}
+	if data.Consumed() != start.Size {
+		return fmt.Errorf("sink %s consumed %d of the %d bytes of tensor %q", s.impl.Name, data.Consumed(), start.Size, start.Tensor)
+	}
+	return nil
 }
 
 // writeStream is the plugin's end of a Write or WriteSeries stream.

@@ -77,9 +77,16 @@ func (s *slowSink) Abort(ctx context.Context) error                { return nil 
 // returns a client with the given timeout whose onHang counts calls.
 func connect(t *testing.T, p *Plugin, timeout time.Duration, opts ...grpc.ServerOption) (*rpcClient, *atomic.Int32) {
 	t.Helper()
+	return connectArena(t, p, nil, timeout, opts...)
+}
+
+// connectArena is connect with an arena both ends share, as a plugin
+// process maps the host's.
+func connectArena(t *testing.T, p *Plugin, arena *Arena, timeout time.Duration, opts ...grpc.ServerOption) (*rpcClient, *atomic.Int32) {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
-	srv := newServer(p, nil)
+	srv := newServer(p, arena)
 	pb.RegisterPluginServer(gs, srv)
 	pb.RegisterSourceServer(gs, sourceServer{server: srv})
 	pb.RegisterSinkServer(gs, sinkServer{server: srv})
@@ -92,7 +99,7 @@ func connect(t *testing.T, p *Plugin, timeout time.Duration, opts ...grpc.Server
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	c, err := newRPCClient(context.Background(), conn, nil)
+	c, err := newRPCClient(context.Background(), conn, arena)
 	if err != nil {
 		t.Fatal(err)
 	}

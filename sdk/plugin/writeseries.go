@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
@@ -102,43 +103,48 @@ func (l *writeLanes) close(ctx context.Context) {
 	}
 }
 
-// A sink session's writes of tensors whose bytes lie in files go out in
-// WriteFiles messages (protocol 1.3), gathered the way a group commit
-// gathers transactions: a write that finds fewer than maxFileBatches
-// messages in flight sends one at once, of itself and of every write
-// waiting, and goes on sending while writes wait; the others wait for it.
-// No write waits for a timer, and when writes come one at a time each goes
-// alone. maxFileBatch bounds a message (a start is a name and a path).
+// A sink session's writes of small tensors go out several to a WriteFiles
+// message (protocol 1.3): tensors whose bytes lie in files, and, to a
+// plugin that takes them (1.4), tensors the host made whose bytes lie whole
+// in one arena slot. They are gathered the way a group commit gathers
+// transactions: a write that finds fewer than maxBatches messages in flight
+// sends one at once, of itself and of every write waiting, and goes on
+// sending while writes wait; the others wait for it. No write waits for a
+// timer, and when writes come one at a time each goes alone. maxBatch
+// bounds a message (a start is a name and a path or a slot).
 //
 // Only tensors of at most gatherBelow bytes are gathered: the plugin writes
 // a message's tensors one after another, and copies of larger tensors gain
 // from going on at once (into the files of different shards) more than they
 // lose to a message each.
 const (
-	maxFileBatches = 2
-	maxFileBatch   = 256
-	gatherBelow    = 1 << 20
+	maxBatches  = 2
+	maxBatch    = 256
+	gatherBelow = 1 << 20
 )
 
-// fileBatches holds the writes waiting for a WriteFiles message.
-type fileBatches struct {
+// writeBatches holds the writes waiting for a WriteFiles message.
+type writeBatches struct {
 	mu      sync.Mutex
-	queue   []*fileWrite
+	queue   []*batchedWrite
 	senders int // writes sending messages
 }
 
-// fileWrite is one tensor's write waiting in fileBatches.
-type fileWrite struct {
+// batchedWrite is one tensor's write waiting in writeBatches.
+type batchedWrite struct {
 	start *pb.WriteStart
+	// chunk holds the tensor's bytes when start.Data names its slot; the
+	// write releases it once the plugin is done with the slot.
+	chunk *Chunk
 	done  chan error // the tensor's outcome, sent once
 }
 
 // add queues w and reports whether the caller is to send messages.
-func (b *fileBatches) add(w *fileWrite) bool {
+func (b *writeBatches) add(w *batchedWrite) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.queue = append(b.queue, w)
-	if b.senders < maxFileBatches {
+	if b.senders < maxBatches {
 		b.senders++
 		return true
 	}
@@ -147,7 +153,7 @@ func (b *fileBatches) add(w *fileWrite) bool {
 
 // next takes the writes for a message, or, when none waits, ends the
 // caller's turn as a sender and returns nil.
-func (b *fileBatches) next() []*fileWrite {
+func (b *writeBatches) next() []*batchedWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {
@@ -155,14 +161,14 @@ func (b *fileBatches) next() []*fileWrite {
 		b.queue = nil
 		return nil
 	}
-	n := min(len(b.queue), maxFileBatch)
+	n := min(len(b.queue), maxBatch)
 	batch := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	return batch
 }
 
 // requeue puts writes a failed message did not reach back at the front.
-func (b *fileBatches) requeue(ws []*fileWrite) {
+func (b *writeBatches) requeue(ws []*batchedWrite) {
 	b.mu.Lock()
 	b.queue = append(ws[:len(ws):len(ws)], b.queue...)
 	b.mu.Unlock()
@@ -172,31 +178,104 @@ func (b *fileBatches) requeue(ws []*fileWrite) {
 // of small tensors in WriteFiles messages: the plugin serves them.
 func (s *remoteSink) GathersFileWrites() bool { return s.c.info.WriteSeries && s.c.info.FileRefs }
 
-// writeFile writes a tensor whose start carries a file reference, in a
-// WriteFiles message with whatever other such writes wait.
-func (s *remoteSink) writeFile(ctx context.Context, start *pb.WriteStart) error {
-	w := &fileWrite{start: start, done: make(chan error, 1)}
-	if s.files.add(w) {
-		for batch := s.files.next(); batch != nil; batch = s.files.next() {
-			s.sendFileBatch(ctx, batch)
+// GathersSlotWrites reports that the sink sends writes of small tensors
+// whose bytes lie whole in one slot of the arena in WriteFiles messages
+// (protocol 1.4): the plugin mapped the arena and takes them.
+func (s *remoteSink) GathersSlotWrites() bool {
+	return s.c.info.WriteSeries && s.c.info.WriteData && s.c.info.Arena && s.c.arena != nil
+}
+
+// peekWhole takes the first chunk of data, a tensor of at most gatherBelow
+// bytes, when the plugin would take the tensor whole in a WriteFiles
+// message. When that chunk holds all of the tensor's bytes in a slot of the
+// arena, it is returned; otherwise it comes back in a putBack ahead of the
+// rest of data, which the caller writes instead and closes after the write.
+func (s *remoteSink) peekWhole(ctx context.Context, data TensorData) (*Chunk, *putBack, error) {
+	cd, ok := data.(chunkedData)
+	if !ok || data.Size() == 0 || data.Size() > gatherBelow || !s.GathersSlotWrites() {
+		return nil, nil, nil
+	}
+	c, err := cd.NextChunk(ctx)
+	if err == io.EOF {
+		return nil, nil, nil // it ends early; the write says so
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if arena, _, inArena := c.Slot(); inArena && arena == s.c.arena && uint64(len(c.Data)) == data.Size() {
+		return c, nil, nil
+	}
+	return nil, &putBack{first: c, rest: cd}, nil
+}
+
+// SingleChunk returns a ChunkReader that yields c, then io.EOF; closing it
+// before c was taken releases c.
+func SingleChunk(c *Chunk) ChunkReader { return &putBack{first: c} }
+
+// putBack yields a chunk already taken from rest, then rest's (none when
+// rest is nil).
+type putBack struct {
+	first *Chunk
+	rest  chunkedData
+}
+
+func (p *putBack) NextChunk(ctx context.Context) (*Chunk, error) {
+	if c := p.first; c != nil {
+		p.first = nil
+		return c, nil
+	}
+	if p.rest == nil {
+		return nil, io.EOF
+	}
+	return p.rest.NextChunk(ctx)
+}
+
+// Close releases the first chunk when it was not handed out; rest is its
+// owner's to close.
+func (p *putBack) Close() error {
+	if p.first != nil {
+		p.first.Release()
+		p.first = nil
+	}
+	return nil
+}
+
+// writeBatched writes a tensor whose start carries a file reference, or
+// whose bytes chunk holds whole, in a WriteFiles message with whatever
+// other such writes wait. The write releases chunk.
+func (s *remoteSink) writeBatched(ctx context.Context, start *pb.WriteStart, chunk *Chunk) error {
+	w := &batchedWrite{start: start, chunk: chunk, done: make(chan error, 1)}
+	if s.batches.add(w) {
+		for batch := s.batches.next(); batch != nil; batch = s.batches.next() {
+			s.sendBatch(ctx, batch)
 		}
 	}
 	select {
 	case err := <-w.done:
+		if chunk != nil {
+			chunk.Release()
+		}
 		return err
 	case <-ctx.Done():
 		// The run is ending; a message in flight may still write the
-		// tensor, into a sink about to be aborted.
+		// tensor, into a sink about to be aborted. Its slot stays taken
+		// until the message's outcome is known.
+		if chunk != nil {
+			go func() {
+				<-w.done
+				chunk.Release()
+			}()
+		}
 		return ctx.Err()
 	}
 }
 
-// sendFileBatch writes batch in one WriteFiles message and tells each write
+// sendBatch writes batch in one WriteFiles message and tells each write
 // its outcome. When a tensor fails, those before it were written; the
 // tensor gets the error, and the writes after it wait for another message
 // (their own outcome is theirs to report), unless the plugin hung or the
 // run ended, which ends them all.
-func (s *remoteSink) sendFileBatch(ctx context.Context, batch []*fileWrite) {
+func (s *remoteSink) sendBatch(ctx context.Context, batch []*batchedWrite) {
 	ctx, wd := s.c.watch(ctx, func() string {
 		if len(batch) == 1 {
 			return fmt.Sprintf("tensor %q to be written", batch[0].start.Tensor)
@@ -204,7 +283,10 @@ func (s *remoteSink) sendFileBatch(ctx context.Context, batch []*fileWrite) {
 		return fmt.Sprintf("tensors %q to %q (%d) to be written", batch[0].start.Tensor, batch[len(batch)-1].start.Tensor, len(batch))
 	})
 	defer wd.stop()
-	written, err := s.sendFiles(ctx, wd, batch)
+	written, err := 0, ctx.Err()
+	if err == nil {
+		written, err = s.sendBatchOver(ctx, wd, batch)
+	}
 	for _, w := range batch[:written] {
 		w.done <- nil
 	}
@@ -214,7 +296,7 @@ func (s *remoteSink) sendFileBatch(ctx context.Context, batch []*fileWrite) {
 	batch[written].done <- err
 	rest := batch[written+1:]
 	if ctx.Err() == nil {
-		s.files.requeue(rest)
+		s.batches.requeue(rest)
 		return
 	}
 	for _, w := range rest {
@@ -222,19 +304,19 @@ func (s *remoteSink) sendFileBatch(ctx context.Context, batch []*fileWrite) {
 	}
 }
 
-// sendFiles sends batch over a lane and returns how many of its tensors the
-// plugin wrote.
-func (s *remoteSink) sendFiles(ctx context.Context, wd *watchdog, batch []*fileWrite) (int, error) {
+// sendBatchOver sends batch over a lane and returns how many of its tensors
+// the plugin wrote.
+func (s *remoteSink) sendBatchOver(ctx context.Context, wd *watchdog, batch []*batchedWrite) (int, error) {
 	written := 0
 	err := s.lanes.use(ctx, s.c, func(stream writeClientStream) error {
 		var err error
-		written, err = s.exchangeFiles(ctx, wd, stream, batch)
+		written, err = s.exchangeBatch(ctx, wd, stream, batch)
 		return err
 	})
 	return written, err
 }
 
-func (s *remoteSink) exchangeFiles(ctx context.Context, wd *watchdog, stream writeClientStream, batch []*fileWrite) (int, error) {
+func (s *remoteSink) exchangeBatch(ctx context.Context, wd *watchdog, stream writeClientStream, batch []*batchedWrite) (int, error) {
 	files := &pb.WriteFiles{Tensors: make([]*pb.WriteStart, len(batch))}
 	for i, w := range batch {
 		files.Tensors[i] = w.start

@@ -63,6 +63,7 @@ type streamCount struct {
 	mu     sync.Mutex
 	opened map[string]int
 	files  []int
+	data   int // tensors of WriteFiles messages whose bytes were in a slot
 	open   atomic.Int32
 }
 
@@ -86,6 +87,11 @@ func (s countingStream) RecvMsg(m any) error {
 	if req, ok := m.(*pb.WriteRequest); ok && err == nil && req.GetFiles() != nil {
 		s.c.mu.Lock()
 		s.c.files = append(s.c.files, len(req.GetFiles().Tensors))
+		for _, start := range req.GetFiles().Tensors {
+			if start.Data != nil {
+				s.c.data++
+			}
+		}
 		s.c.mu.Unlock()
 	}
 	return err
@@ -107,9 +113,15 @@ func (c *streamCount) count(method string) int {
 // streams, and opens a session on it.
 func seriesSink(t *testing.T) (*rpcClient, *remoteSink, *recordSink, *streamCount) {
 	t.Helper()
+	return arenaSeriesSink(t, nil)
+}
+
+// arenaSeriesSink is seriesSink with an arena both ends share.
+func arenaSeriesSink(t *testing.T, arena *Arena) (*rpcClient, *remoteSink, *recordSink, *streamCount) {
+	t.Helper()
 	rec := &recordSink{got: map[string][]byte{}, gate: make(chan struct{})}
 	count := &streamCount{opened: map[string]int{}}
-	c, _ := connect(t, testPlugin(&hangSource{}, rec), time.Minute, grpc.StreamInterceptor(count.intercept))
+	c, _ := connectArena(t, testPlugin(&hangSource{}, rec), arena, time.Minute, grpc.StreamInterceptor(count.intercept))
 	if !c.info.WriteSeries {
 		t.Fatal("a plugin of this SDK does not announce WriteSeries")
 	}
@@ -321,10 +333,12 @@ func TestWriteWithoutSeriesOpensAStreamPerTensor(t *testing.T) {
 	}
 }
 
-// fileWrites runs writes of file references to the five bytes of file and
-// keeps their errors by name.
-type fileWrites struct {
+// gatheredWrites runs writes of small tensors, each of the five bytes
+// "bytes", and keeps their errors by name: file references to a file of
+// them, or, with an arena, chunks of them in its slots.
+type gatheredWrites struct {
 	file string
+	pool *Pool // with an arena: the writes' bytes are in its slots
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	errs map[string]error
@@ -332,40 +346,79 @@ type fileWrites struct {
 
 // behindTwoMessages starts writes "gate0" and "gate1", which the sink holds
 // until its gate is closed: two messages in flight, every sender busy, so
-// the writes started next wait.
-func behindTwoMessages(t *testing.T) (*remoteSink, *recordSink, *streamCount, *fileWrites) {
+// the writes started next wait. With an arena, the writes carry slots of a
+// pool of 16 of its slots.
+func behindTwoMessages(t *testing.T, arena *Arena) (*remoteSink, *recordSink, *streamCount, *gatheredWrites) {
 	t.Helper()
-	_, sk, rec, count := seriesSink(t)
-	w := &fileWrites{file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
+	_, sk, rec, count := arenaSeriesSink(t, arena)
+	w := &gatheredWrites{file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
 	if err := os.WriteFile(w.file, []byte("bytes"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if arena != nil {
+		pool, err := arena.Reserve(context.Background(), 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.pool = pool
 	}
 	w.start(t, sk, held(rec), "gate0", "gate1")
 	return sk, rec, count, w
 }
 
+// data returns a write's tensor: a file reference, or its bytes in a slot.
+func (w *gatheredWrites) data(t *testing.T) TensorData {
+	if w.pool == nil {
+		return FileData(tensor.FileRef{Path: w.file, Offset: 0, Length: 5})
+	}
+	return slotData(t, w.pool, []byte("bytes"))
+}
+
+// slotData returns b as a tensor whose only chunk is in a slot of pool.
+func slotData(t *testing.T, pool *Pool, b []byte) TensorData {
+	t.Helper()
+	c, ok := pool.TryGet()
+	if !ok {
+		t.Fatal("the pool has no free slot")
+	}
+	c.Data = c.Data[:copy(c.Data, b)]
+	return NewChunkData(context.Background(), uint64(len(b)), SingleChunk(c), nil)
+}
+
 // start starts the write of each name once the one before it has got as
 // far as arrived says.
-func (f *fileWrites) start(t *testing.T, sk *remoteSink, arrived func() int, names ...string) {
+func (w *gatheredWrites) start(t *testing.T, sk *remoteSink, arrived func() int, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		before := arrived()
-		f.wg.Go(func() {
-			err := sk.Write(context.Background(), name, FileData(tensor.FileRef{Path: f.file, Offset: 0, Length: 5}))
-			f.mu.Lock()
-			f.errs[name] = err
-			f.mu.Unlock()
+		data := w.data(t)
+		w.wg.Go(func() {
+			err := sk.Write(context.Background(), name, data)
+			w.mu.Lock()
+			w.errs[name] = err
+			w.mu.Unlock()
 		})
 		waitFor(t, func() bool { return arrived() > before })
+	}
+}
+
+// wait waits for the writes and checks that every slot came back.
+func (w *gatheredWrites) wait(t *testing.T) {
+	t.Helper()
+	w.wg.Wait()
+	if w.pool != nil {
+		if n := len(w.pool.slots); n != w.pool.Size() {
+			t.Errorf("%d of the pool's %d slots came back", n, w.pool.Size())
+		}
 	}
 }
 
 // queued counts the writes of file references waiting for a message.
 func queued(sk *remoteSink) func() int {
 	return func() int {
-		sk.files.mu.Lock()
-		defer sk.files.mu.Unlock()
-		return len(sk.files.queue)
+		sk.batches.mu.Lock()
+		defer sk.batches.mu.Unlock()
+		return len(sk.batches.queue)
 	}
 }
 
@@ -381,41 +434,153 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// Writes of file references that come while messages are in flight wait,
-// and go out together in the next message.
-func TestFileWritesGatherIntoMessages(t *testing.T) {
-	sk, rec, count, w := behindTwoMessages(t)
-	names := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
-	w.start(t, sk, queued(sk), names...)
-	close(rec.gate)
-	w.wg.Wait()
-	for _, name := range append([]string{"gate0", "gate1"}, names...) {
-		if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
-			t.Errorf("%s: %v, %q written", name, err, rec.got[name])
-		}
+// Small writes that come while messages are in flight wait, and go out
+// together in the next message: of file references, and (protocol 1.4) of
+// tensors whose bytes are whole in an arena slot, whose slots come back.
+func TestSmallWritesGatherIntoMessages(t *testing.T) {
+	for _, arena := range []bool{false, true} {
+		t.Run(map[bool]string{false: "files", true: "slots"}[arena], func(t *testing.T) {
+			sk, rec, count, w := behindTwoMessages(t, testArena(t, arena))
+			names := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
+			w.start(t, sk, queued(sk), names...)
+			close(rec.gate)
+			w.wait(t)
+			for _, name := range append([]string{"gate0", "gate1"}, names...) {
+				if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
+					t.Errorf("%s: %v, %q written", name, err, rec.got[name])
+				}
+			}
+			if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 10}) {
+				t.Errorf("WriteFiles messages of %v tensors, want [1 1 10]", got)
+			}
+			if want := map[bool]int{false: 0, true: 12}[arena]; count.data != want {
+				t.Errorf("%d tensors went in slots, want %d", count.data, want)
+			}
+		})
 	}
-	if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 10}) {
-		t.Errorf("WriteFiles messages of %v tensors, want [1 1 10]", got)
+}
+
+// testArena returns an arena of 32 slots of 4 KiB, or, when !want, none.
+func testArena(t *testing.T, want bool) *Arena {
+	t.Helper()
+	if !want {
+		return nil
 	}
+	arena, err := NewArena(32, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { arena.Close() })
+	return arena
 }
 
 // When a tensor of a message fails, it alone reports the failure: those
 // before it were written, and those after it go out in another message.
-func TestFileWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
-	sk, rec, count, w := behindTwoMessages(t)
-	w.start(t, sk, queued(sk), "a", "b", "bad", "c", "d")
-	close(rec.gate)
-	w.wg.Wait()
-	for _, name := range []string{"gate0", "gate1", "a", "b", "c", "d"} {
-		if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
-			t.Errorf("%s: %v, %q written", name, err, rec.got[name])
-		}
+func TestSmallWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
+	for _, arena := range []bool{false, true} {
+		t.Run(map[bool]string{false: "files", true: "slots"}[arena], func(t *testing.T) {
+			sk, rec, count, w := behindTwoMessages(t, testArena(t, arena))
+			w.start(t, sk, queued(sk), "a", "b", "bad", "c", "d")
+			close(rec.gate)
+			w.wait(t)
+			for _, name := range []string{"gate0", "gate1", "a", "b", "c", "d"} {
+				if err := w.errs[name]; err != nil || string(rec.got[name]) != "bytes" {
+					t.Errorf("%s: %v, %q written", name, err, rec.got[name])
+				}
+			}
+			if err := w.errs["bad"]; err == nil || !strings.Contains(err.Error(), "refusing the tensor called bad") {
+				t.Errorf("bad: %v", err)
+			}
+			if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 5, 2}) {
+				t.Errorf("WriteFiles messages of %v tensors, want [1 1 5 2]", got)
+			}
+		})
 	}
-	if err := w.errs["bad"]; err == nil || !strings.Contains(err.Error(), "refusing the tensor called bad") {
-		t.Errorf("bad: %v", err)
+}
+
+// To a plugin that does not announce write_data (protocol 1.3 and older),
+// or when a small tensor's bytes are not whole in one slot, each tensor is
+// written on its own, and its slots come back all the same.
+func TestSlotWritesNotGatheredWriteOneByOne(t *testing.T) {
+	arena := testArena(t, true)
+	c, sk, rec, count := arenaSeriesSink(t, arena)
+	pool, err := arena.Reserve(context.Background(), 8)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 5, 2}) {
-		t.Errorf("WriteFiles messages of %v tensors, want [1 1 5 2]", got)
+	ctx := context.Background()
+	// Two chunks of one tensor, each in a slot.
+	first, second := patterned(1, 3000), patterned(2, 1000)
+	c1, _ := pool.TryGet()
+	c1.Data = c1.Data[:copy(c1.Data, first)]
+	c2, _ := pool.TryGet()
+	c2.Data = c2.Data[:copy(c2.Data, second)]
+	c2.Offset = 3000
+	split := NewChunkData(ctx, 4000, &putBack{first: c1, rest: NewChunkData(ctx, 1000, SingleChunk(c2), nil)}, nil)
+	if err := sk.Write(ctx, "split", split); err != nil {
+		t.Fatal(err)
+	}
+	if want := append(first, second...); !bytes.Equal(rec.got["split"], want) {
+		t.Errorf("split: %d bytes arrived, want %d", len(rec.got["split"]), len(want))
+	}
+	c.info.WriteData = false
+	if err := sk.Write(ctx, "old", slotData(t, pool, []byte("to an older plugin"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(rec.got["old"]); got != "to an older plugin" {
+		t.Errorf("old: %q arrived", got)
+	}
+	if got := count.fileMessages(); len(got) != 0 {
+		t.Errorf("WriteFiles messages of %v tensors, want none", got)
+	}
+	if n := len(pool.slots); n != pool.Size() {
+		t.Errorf("%d of the pool's %d slots came back", n, pool.Size())
+	}
+}
+
+// The plugin refuses a WriteFiles tensor whose data is not all of its bytes
+// in one arena slot, naming the tensor, and confirms none of it.
+func TestWriteFilesRefusesMalformedData(t *testing.T) {
+	arena := testArena(t, true)
+	c, sk, _, _ := arenaSeriesSink(t, arena)
+	slot := func(off, n uint64, last bool, s uint32) *pb.Chunk {
+		return &pb.Chunk{Offset: off, Length: n, Payload: &pb.Chunk_Slot{Slot: s}, Last: last}
+	}
+	for _, tc := range []struct {
+		name string
+		data *pb.Chunk
+		want string
+	}{
+		{"not from the start", slot(1, 9, true, 0), "must be one chunk of it all"},
+		{"short", slot(0, 9, true, 0), "must be one chunk of it all"},
+		{"not last", slot(0, 10, false, 0), "must be one chunk of it all"},
+		{"inline", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Inline{Inline: make([]byte, 10)}, Last: true}, "must lie in an arena slot"},
+		{"no such slot", slot(0, 10, true, 99), "slot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stream, err := c.sink.WriteSeries(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := &pb.WriteFiles{Tensors: []*pb.WriteStart{{Session: sk.session, Tensor: "x", Size: 10, Data: tc.data}}}
+			if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Files{Files: files}}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				ack, err := stream.Recv()
+				if err != nil {
+					if err == io.EOF || !strings.Contains(err.Error(), `tensor "x"`) || !strings.Contains(err.Error(), tc.want) {
+						t.Errorf("the stream ended with %v, want the tensor and %q named", err, tc.want)
+					}
+					return
+				}
+				if ack.Done || ack.Written != 0 {
+					t.Fatalf("the malformed tensor was confirmed: %v", ack)
+				}
+			}
+		})
 	}
 }
 

@@ -1,12 +1,21 @@
-// Sluice plugin protocol, version 1.3: version 1.2 plus series of tensor
-// writes over one stream.
+// Sluice plugin protocol, version 1.4: version 1.3 plus converted tensors
+// gathered into one message.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.3 host, and the reverse.
+// a 1.4 host, and the reverse.
+//
+// Added in 1.4:
+//   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
+//     (converted or quantized) and holds whole in one arena slot, written
+//     like the tensors of file references beside it, so that a model of many
+//     small tensors costs a message per several tensors when it is converted
+//     too, not four messages and a goroutine each;
+//   - Capabilities.write_data: the plugin takes such tensors; the host sends
+//     them only then.
 //
 // Added in 1.3:
 //   - Sink.WriteSeries: the writes of many tensors, one after another, over
@@ -42,7 +51,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.3.proto
+// source: sluice_plugin_1.4.proto
 
 package pluginv1
 
@@ -199,7 +208,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.3.proto",
+	Metadata: "sluice_plugin_1.4.proto",
 }
 
 const (
@@ -418,7 +427,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.3.proto",
+	Metadata: "sluice_plugin_1.4.proto",
 }
 
 const (
@@ -450,9 +459,9 @@ type SinkClient interface {
 	// 0 bytes has none); the plugin acknowledges slots as in Write and ends
 	// each tensor with a WriteAck with done = true, after which the host may
 	// send the next WriteStart. Instead of a WriteStart the host may send
-	// WriteFiles: tensors whose bytes all lie in files, which the plugin writes
-	// in order and confirms with one WriteAck with done = true and written =
-	// their number. The plugin ends the stream with an error when a tensor
+	// WriteFiles: tensors whose bytes all lie in files (or, since 1.4, in one
+	// arena slot each), which the plugin writes in order and confirms with one
+	// WriteAck with done = true and written = their number. The plugin ends the stream with an error when a tensor
 	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
 	// it were written; the host then opens another stream for the rest), and
 	// with OK when the host closes its side between tensors.
@@ -564,9 +573,9 @@ type SinkServer interface {
 	// 0 bytes has none); the plugin acknowledges slots as in Write and ends
 	// each tensor with a WriteAck with done = true, after which the host may
 	// send the next WriteStart. Instead of a WriteStart the host may send
-	// WriteFiles: tensors whose bytes all lie in files, which the plugin writes
-	// in order and confirms with one WriteAck with done = true and written =
-	// their number. The plugin ends the stream with an error when a tensor
+	// WriteFiles: tensors whose bytes all lie in files (or, since 1.4, in one
+	// arena slot each), which the plugin writes in order and confirms with one
+	// WriteAck with done = true and written = their number. The plugin ends the stream with an error when a tensor
 	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
 	// it were written; the host then opens another stream for the rest), and
 	// with OK when the host closes its side between tensors.
@@ -771,5 +780,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.3.proto",
+	Metadata: "sluice_plugin_1.4.proto",
 }

@@ -1,12 +1,21 @@
-// Sluice plugin protocol, version 1.3: version 1.2 plus series of tensor
-// writes over one stream.
+// Sluice plugin protocol, version 1.4: version 1.3 plus converted tensors
+// gathered into one message.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.3 host, and the reverse.
+// a 1.4 host, and the reverse.
+//
+// Added in 1.4:
+//   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
+//     (converted or quantized) and holds whole in one arena slot, written
+//     like the tensors of file references beside it, so that a model of many
+//     small tensors costs a message per several tensors when it is converted
+//     too, not four messages and a goroutine each;
+//   - Capabilities.write_data: the plugin takes such tensors; the host sends
+//     them only then.
 //
 // Added in 1.3:
 //   - Sink.WriteSeries: the writes of many tensors, one after another, over
@@ -42,7 +51,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.3.proto
+// source: sluice_plugin_1.4.proto
 
 package pluginv1
 
@@ -94,11 +103,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_3_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_4_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_3_proto_enumTypes[0]
+	return &file_sluice_plugin_1_4_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -107,7 +116,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -118,7 +127,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -130,7 +139,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -143,7 +152,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -157,14 +166,16 @@ type Capabilities struct {
 	// max_inline: the largest inline chunk the plugin accepts.
 	MaxInline uint32 `protobuf:"varint,3,opt,name=max_inline,json=maxInline,proto3" json:"max_inline,omitempty"`
 	// write_series (1.3): the plugin serves Sink.WriteSeries.
-	WriteSeries   bool `protobuf:"varint,4,opt,name=write_series,json=writeSeries,proto3" json:"write_series,omitempty"`
+	WriteSeries bool `protobuf:"varint,4,opt,name=write_series,json=writeSeries,proto3" json:"write_series,omitempty"`
+	// write_data (1.4): the plugin takes WriteStart.data in a WriteFiles.
+	WriteData     bool `protobuf:"varint,5,opt,name=write_data,json=writeData,proto3" json:"write_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -176,7 +187,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -189,7 +200,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -220,6 +231,13 @@ func (x *Capabilities) GetWriteSeries() bool {
 	return false
 }
 
+func (x *Capabilities) GetWriteData() bool {
+	if x != nil {
+		return x.WriteData
+	}
+	return false
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// host_protocol_minor is the newest minor of v1 the host speaks.
@@ -230,7 +248,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +260,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +273,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -278,7 +296,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +308,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +321,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -355,7 +373,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +385,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +398,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -434,7 +452,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +464,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +477,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -483,7 +501,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +513,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +526,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -556,7 +574,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +586,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +599,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -608,7 +626,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +638,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +651,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -654,7 +672,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +684,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +697,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -705,7 +723,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +735,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +748,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -749,7 +767,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +779,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +792,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -800,7 +818,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +830,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +843,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -887,7 +905,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +917,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +930,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -940,7 +958,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +970,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +983,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileRef) GetPath() string {
@@ -1004,7 +1022,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1034,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1047,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1084,7 +1102,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1114,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1127,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1135,7 +1153,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1165,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1178,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1183,7 +1201,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1213,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1226,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1270,7 +1288,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1300,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1313,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1342,7 +1360,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1372,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1385,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1394,7 +1412,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1424,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1437,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1495,7 +1513,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1525,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1538,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1548,7 +1566,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1578,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1591,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1607,7 +1625,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1637,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1650,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1660,7 +1678,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1690,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1703,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1727,7 +1745,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1757,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1770,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1826,7 +1844,7 @@ type BeginRequest struct {
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +1856,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +1869,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -1924,7 +1942,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +1954,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +1967,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -2010,9 +2028,9 @@ func (*WriteRequest_Chunk) isWriteRequest_Msg() {}
 func (*WriteRequest_Files) isWriteRequest_Msg() {}
 
 // WriteFiles (1.3) writes several tensors, in order, each of whose starts
-// carries a file reference (no chunks follow). A model of many small
-// tensors then costs a message per several tensors rather than two per
-// tensor.
+// carries a file reference (no chunks follow), or, since 1.4, its bytes
+// whole in an arena slot (data). A model of many small tensors then costs a
+// message per several tensors rather than two per tensor.
 type WriteFiles struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tensors       []*WriteStart          `protobuf:"bytes,1,rep,name=tensors,proto3" json:"tensors,omitempty"`
@@ -2022,7 +2040,7 @@ type WriteFiles struct {
 
 func (x *WriteFiles) Reset() {
 	*x = WriteFiles{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2052,7 @@ func (x *WriteFiles) String() string {
 func (*WriteFiles) ProtoMessage() {}
 
 func (x *WriteFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2065,7 @@ func (x *WriteFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFiles.ProtoReflect.Descriptor instead.
 func (*WriteFiles) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteFiles) GetTensors() []*WriteStart {
@@ -2063,14 +2081,20 @@ type WriteStart struct {
 	Tensor  string                 `protobuf:"bytes,2,opt,name=tensor,proto3" json:"tensor,omitempty"`
 	Size    uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
 	// file, when set, holds all of the tensor's bytes; no chunks follow.
-	File          *FileRef `protobuf:"bytes,4,opt,name=file,proto3" json:"file,omitempty"`
+	File *FileRef `protobuf:"bytes,4,opt,name=file,proto3" json:"file,omitempty"`
+	// data (1.4), in a WriteFiles only and only to a plugin that announced
+	// write_data, holds all of the tensor's bytes in one arena slot: offset 0,
+	// length = size, last = true. The slot is the plugin's until the WriteAck
+	// that counts the tensor as written, or until the stream ends; the plugin
+	// sends no slot acknowledgement for it.
+	Data          *Chunk `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2106,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2119,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2126,6 +2150,13 @@ func (x *WriteStart) GetFile() *FileRef {
 	return nil
 }
 
+func (x *WriteStart) GetData() *Chunk {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type WriteAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// slot is an arena slot the plugin has finished with.
@@ -2134,7 +2165,8 @@ type WriteAck struct {
 	Done    bool   `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
 	// written (1.3) answers a WriteFiles: how many of its tensors, from the
 	// first, were written. With done = true, all of them; without, sent just
-	// before the error of the next one ends the stream.
+	// before the error of the next one ends the stream. The arena slots of the
+	// tensors it counts (1.4) are the host's again.
 	Written       uint32 `protobuf:"varint,4,opt,name=written,proto3" json:"written,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2142,7 +2174,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2186,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2199,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2212,7 +2244,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2256,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2269,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2270,7 +2302,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2314,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_3_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_4_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2327,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_3_proto_rawDescGZIP(), []int{33}
+	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2305,18 +2337,20 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_3_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_4_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_3_proto_rawDesc = "" +
+const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.3.proto\x12\x10sluice.plugin.v1\"\a\n" +
-	"\x05Empty\"\x81\x01\n" +
+	"\x17sluice_plugin_1.4.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x05Empty\"\xa0\x01\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
 	"\bfile_ref\x18\x02 \x01(\bR\afileRef\x12\x1d\n" +
 	"\n" +
 	"max_inline\x18\x03 \x01(\rR\tmaxInline\x12!\n" +
-	"\fwrite_series\x18\x04 \x01(\bR\vwriteSeries\"@\n" +
+	"\fwrite_series\x18\x04 \x01(\bR\vwriteSeries\x12\x1d\n" +
+	"\n" +
+	"write_data\x18\x05 \x01(\bR\twriteData\"@\n" +
 	"\x0eGetInfoRequest\x12.\n" +
 	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\"\xe7\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
@@ -2456,13 +2490,14 @@ const file_sluice_plugin_1_3_proto_rawDesc = "" +
 	"\x03msg\"D\n" +
 	"\n" +
 	"WriteFiles\x126\n" +
-	"\atensors\x18\x01 \x03(\v2\x1c.sluice.plugin.v1.WriteStartR\atensors\"\x81\x01\n" +
+	"\atensors\x18\x01 \x03(\v2\x1c.sluice.plugin.v1.WriteStartR\atensors\"\xae\x01\n" +
 	"\n" +
 	"WriteStart\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x12\x16\n" +
 	"\x06tensor\x18\x02 \x01(\tR\x06tensor\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x04R\x04size\x12-\n" +
-	"\x04file\x18\x04 \x01(\v2\x19.sluice.plugin.v1.FileRefR\x04file\"g\n" +
+	"\x04file\x18\x04 \x01(\v2\x19.sluice.plugin.v1.FileRefR\x04file\x12+\n" +
+	"\x04data\x18\x05 \x01(\v2\x17.sluice.plugin.v1.ChunkR\x04data\"g\n" +
 	"\bWriteAck\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x19\n" +
 	"\bhas_slot\x18\x02 \x01(\bR\ahasSlot\x12\x12\n" +
@@ -2492,20 +2527,20 @@ const file_sluice_plugin_1_3_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_3_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_3_proto_rawDescData []byte
+	file_sluice_plugin_1_4_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_4_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_3_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_3_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_3_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_3_proto_rawDesc), len(file_sluice_plugin_1_3_proto_rawDesc)))
+func file_sluice_plugin_1_4_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_4_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_4_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_4_proto_rawDesc), len(file_sluice_plugin_1_4_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_3_proto_rawDescData
+	return file_sluice_plugin_1_4_proto_rawDescData
 }
 
-var file_sluice_plugin_1_3_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_3_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
-var file_sluice_plugin_1_3_proto_goTypes = []any{
+var file_sluice_plugin_1_4_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_4_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_sluice_plugin_1_4_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2543,7 +2578,7 @@ var file_sluice_plugin_1_3_proto_goTypes = []any{
 	(*CommitResponse)(nil),   // 34: sluice.plugin.v1.CommitResponse
 	nil,                      // 35: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_3_proto_depIdxs = []int32{
+var file_sluice_plugin_1_4_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -2569,54 +2604,55 @@ var file_sluice_plugin_1_3_proto_depIdxs = []int32{
 	30, // 22: sluice.plugin.v1.WriteRequest.files:type_name -> sluice.plugin.v1.WriteFiles
 	31, // 23: sluice.plugin.v1.WriteFiles.tensors:type_name -> sluice.plugin.v1.WriteStart
 	15, // 24: sluice.plugin.v1.WriteStart.file:type_name -> sluice.plugin.v1.FileRef
-	33, // 25: sluice.plugin.v1.CommitResponse.artifacts:type_name -> sluice.plugin.v1.Artifact
-	3,  // 26: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
-	8,  // 27: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
-	10, // 28: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
-	12, // 29: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
-	19, // 30: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
-	12, // 31: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
-	10, // 32: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
-	23, // 33: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
-	28, // 34: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
-	29, // 35: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
-	29, // 36: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
-	12, // 37: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
-	12, // 38: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
-	4,  // 39: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
-	9,  // 40: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
-	11, // 41: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
-	18, // 42: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
-	22, // 43: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
-	1,  // 44: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
-	11, // 45: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
-	27, // 46: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
-	1,  // 47: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
-	32, // 48: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
-	32, // 49: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
-	34, // 50: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
-	1,  // 51: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
-	39, // [39:52] is the sub-list for method output_type
-	26, // [26:39] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	22, // 25: sluice.plugin.v1.WriteStart.data:type_name -> sluice.plugin.v1.Chunk
+	33, // 26: sluice.plugin.v1.CommitResponse.artifacts:type_name -> sluice.plugin.v1.Artifact
+	3,  // 27: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
+	8,  // 28: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
+	10, // 29: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
+	12, // 30: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
+	19, // 31: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
+	12, // 32: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
+	10, // 33: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
+	23, // 34: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
+	28, // 35: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
+	29, // 36: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
+	29, // 37: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
+	12, // 38: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
+	12, // 39: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
+	4,  // 40: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
+	9,  // 41: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
+	11, // 42: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
+	18, // 43: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
+	22, // 44: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
+	1,  // 45: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
+	11, // 46: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
+	27, // 47: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
+	1,  // 48: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
+	32, // 49: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
+	32, // 50: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
+	34, // 51: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
+	1,  // 52: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
+	40, // [40:53] is the sub-list for method output_type
+	27, // [27:40] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_3_proto_init() }
-func file_sluice_plugin_1_3_proto_init() {
-	if File_sluice_plugin_1_3_proto != nil {
+func init() { file_sluice_plugin_1_4_proto_init() }
+func file_sluice_plugin_1_4_proto_init() {
+	if File_sluice_plugin_1_4_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_3_proto_msgTypes[18].OneofWrappers = []any{
+	file_sluice_plugin_1_4_proto_msgTypes[18].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_3_proto_msgTypes[21].OneofWrappers = []any{
+	file_sluice_plugin_1_4_proto_msgTypes[21].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_3_proto_msgTypes[28].OneofWrappers = []any{
+	file_sluice_plugin_1_4_proto_msgTypes[28].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 		(*WriteRequest_Files)(nil),
@@ -2625,18 +2661,18 @@ func file_sluice_plugin_1_3_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_3_proto_rawDesc), len(file_sluice_plugin_1_3_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_4_proto_rawDesc), len(file_sluice_plugin_1_4_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_3_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_3_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_3_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_3_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_4_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_4_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_4_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_4_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_3_proto = out.File
-	file_sluice_plugin_1_3_proto_goTypes = nil
-	file_sluice_plugin_1_3_proto_depIdxs = nil
+	File_sluice_plugin_1_4_proto = out.File
+	file_sluice_plugin_1_4_proto_goTypes = nil
+	file_sluice_plugin_1_4_proto_depIdxs = nil
 }
