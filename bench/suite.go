@@ -198,7 +198,9 @@ func (s *suite) build() {
 	}
 	scens = append(scens, scen{fmt.Sprintf("st → st, %d tensors of 16 KiB", manyTensors), "many", "tensors", tensor.BF16, fileSize(in.many), func(o string) string {
 		return source("safetensors", in.many) + sink("safetensors", filepath.Join(o, "model.safetensors"), "  hf_files = false\n")
-	}, false})
+	}, false}, scen{fmt.Sprintf("st → gguf q8_0, %d tensors of 16 KiB", manyTensors), "many-q8_0", "tensors", tensor.BF16, fileSize(in.many), func(o string) string {
+		return source("safetensors", in.many) + sink("gguf", filepath.Join(o, "model.gguf"), "  dtype = \"q8_0\"\n")
+	}, true})
 	if in.f16GGUF != "" {
 		scens = append(scens, scen{"gguf f16 → gguf q8_0", "requant", "quantize", tensor.F16, fileSize(in.f16GGUF), func(o string) string {
 			return source("gguf", in.f16GGUF) + sink("gguf", filepath.Join(o, "model.gguf"), "  dtype = \"q8_0\"\n")
