@@ -304,6 +304,15 @@ func fuzzServer(t testing.TB, sourceSize uint64) (*server, *countingSink) {
 	return srv, sk
 }
 
+// fuzzRefFile writes the 100-byte file the scripts' file references name.
+func fuzzRefFile(f *testing.F) string {
+	ref := filepath.Join(f.TempDir(), "ref.bin")
+	if err := os.WriteFile(ref, make([]byte, 100), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	return ref
+}
+
 // within runs f and fails the test if it does not return in time.
 func within(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
@@ -337,10 +346,7 @@ func FuzzServerWrite(f *testing.F) {
 	for _, b := range writeSeeds {
 		f.Add(b)
 	}
-	ref := filepath.Join(f.TempDir(), "ref.bin")
-	if err := os.WriteFile(ref, make([]byte, 100), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	ref := fuzzRefFile(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		srv, sk := fuzzServer(t, 0)
 		msgs := writeScript(b, ref)
@@ -407,10 +413,7 @@ func FuzzServerWriteFiles(f *testing.F) {
 	for _, b := range filesSeeds {
 		f.Add(b)
 	}
-	ref := filepath.Join(f.TempDir(), "ref.bin")
-	if err := os.WriteFile(ref, make([]byte, 100), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	ref := fuzzRefFile(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		srv, sk := fuzzServer(t, 0)
 		files := filesScript(b, ref)

@@ -285,12 +285,7 @@ func TestWriteSeriesRefusesMisframedChunks(t *testing.T) {
 		{"last not marked", []*pb.WriteRequest{inline(0, 4, false), inline(4, 6, false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			stream, err := c.sink.WriteSeries(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			stream := openSeries(t, c)
 			start := &pb.WriteRequest{Msg: &pb.WriteRequest_Start{Start: &pb.WriteStart{Session: sk.session, Tensor: "x", Size: 10}}}
 			for _, m := range append([]*pb.WriteRequest{start}, tc.chunks...) {
 				if err := stream.Send(m); err != nil {
@@ -311,6 +306,19 @@ func TestWriteSeriesRefusesMisframedChunks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSeries opens a WriteSeries stream that ends with the test, or after
+// ten seconds.
+func openSeries(t *testing.T, c *rpcClient) pb.Sink_WriteSeriesClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	stream, err := c.sink.WriteSeries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream
 }
 
 // To a plugin that does not announce WriteSeries (protocol 1.2 and older),
@@ -558,12 +566,7 @@ func TestWriteFilesRefusesMalformedData(t *testing.T) {
 		{"no such slot", slot(0, 10, true, 99), "slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			stream, err := c.sink.WriteSeries(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			stream := openSeries(t, c)
 			files := &pb.WriteFiles{Tensors: []*pb.WriteStart{{Session: sk.session, Tensor: "x", Size: 10, Data: tc.data}}}
 			if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Files{Files: files}}); err != nil {
 				t.Fatal(err)
