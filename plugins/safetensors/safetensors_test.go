@@ -211,3 +211,55 @@ func TestSinkPlanDecisions(t *testing.T) {
 		t.Errorf("dtype q8_0: got %v, want a config error", err)
 	}
 }
+
+// The index decides which of a shard's tensors are read: a tensor it leaves
+// out is not, and one it places in a shard that does not hold it is an
+// error naming both.
+func TestIndexDecidesEachShardsTensors(t *testing.T) {
+	dir := t.TempDir()
+	if err := sample.Write(dir, sample.Default); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, IndexName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx hfIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	writeIndex := func() {
+		b, _ := json.Marshal(idx)
+		if err := os.WriteFile(filepath.Join(dir, IndexName), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := idx.WeightMap["model.norm.weight"]
+	delete(idx.WeightMap, "model.norm.weight")
+	writeIndex()
+	m := describe(t, SourceConfig{Path: dir})
+	if len(m.Tensors) != len(sample.Default.Tensors())-1 {
+		t.Errorf("%d tensors, want all but the one the index leaves out", len(m.Tensors))
+	}
+	if _, ok := m.Index()["model.norm.weight"]; ok {
+		t.Error("the tensor the index leaves out was read")
+	}
+	other := ""
+	for _, file := range idx.WeightMap {
+		if file != home {
+			other = file
+		}
+	}
+	idx.WeightMap["model.norm.weight"] = other
+	writeIndex()
+	src, _ := OpenSource(&SourceConfig{Path: dir})
+	_, err = src.Describe(context.Background())
+	if err == nil || !plugin.IsBadInput(err) {
+		t.Fatalf("a tensor placed in the wrong shard: got %v, want a bad-input error", err)
+	}
+	for _, want := range []string{"model.norm.weight", other, "does not hold it"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not name %q", err, want)
+		}
+	}
+}

@@ -56,10 +56,10 @@ type SourceConfig struct {
 type Source struct {
 	cfg      SourceConfig
 	manifest *tensor.Manifest
-	// byName indexes the manifest's tensors by name. Describe builds it for
-	// several shards, where it finds duplicates; for one file (whose header
-	// has none), the first Open does, so that info, which opens nothing,
-	// does not pay for it.
+	// byName indexes the manifest's tensors by name, built by the first
+	// Open, so that info, which opens nothing, does not pay for it. Names
+	// are unique: a header has no name twice, and of a shard set's each
+	// shard gives only the tensors the index places in it.
 	byName    map[string]int
 	indexOnce sync.Once
 }
@@ -142,8 +142,8 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 		m.Tensors = slices.Grow(m.Tensors, len(h.Tensors))
 		refs := make([]tensor.FileRef, len(h.Tensors)) // one allocation for the file's references
 		for i, e := range h.Tensors {
-			if f.want != nil {
-				if f.want[e.Name] {
+			if f.index != nil {
+				if file, ok := f.index[e.Name]; ok && file == f.name {
 					listed++
 				} else {
 					continue
@@ -161,37 +161,34 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			})
 			refs[i] = tensor.FileRef{Path: f.abs, Offset: uint64(h.DataOffset) + e.Begin, Length: e.Size()}
 		}
-		if f.want != nil && listed != len(f.want) {
-			for name := range f.want {
-				if _, ok := h.Tensor(name); !ok {
+		if f.index != nil && listed != f.listed {
+			for name, file := range f.index {
+				if _, ok := h.Tensor(name); file == f.name && !ok {
 					return nil, &plugin.InputError{File: f.path, Tensor: name, Msg: "the index places this tensor in this shard, but the shard does not hold it"}
 				}
 			}
 		}
 	}
-	var byName map[string]int
-	if len(files) > 1 {
-		byName = make(map[string]int, len(m.Tensors))
-		for i, t := range m.Tensors {
-			if _, dup := byName[t.Name]; dup {
-				return nil, &plugin.InputError{File: s.cfg.Path, Tensor: t.Name, Msg: "tensor appears in two shards"}
-			}
-			byName[t.Name] = i
-		}
-	}
+	// A tensor is taken only from the shard the index places it in, so no
+	// name comes twice; Open indexes the names when it is first called.
 	if dir != "" {
 		if err := hfdir.Carry(&m.Metadata, dir); err != nil {
 			return nil, err
 		}
 	}
-	s.manifest, s.byName = m, byName
+	s.manifest = m
 	return m, nil
 }
 
 type shardFile struct {
 	path string
 	abs  string
-	want map[string]bool // tensors the index places here; nil for a lone file
+	// index is the index's weight map (tensor name to file name), nil for a
+	// lone file: the shard's tensors are those it maps to name, of which
+	// there are listed.
+	index  map[string]string
+	name   string
+	listed int
 }
 
 // files resolves the configured path to the safetensors files to read and,
@@ -262,20 +259,18 @@ func readIndex(indexPath string) ([]shardFile, error) {
 		return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: "index has no weight_map"}
 	}
 	dir := filepath.Dir(indexPath)
-	byFile := map[string]map[string]bool{}
+	listed := map[string]int{} // by file
 	for name, file := range idx.WeightMap {
-		want := byFile[file]
-		if want == nil { // a file's name is checked once, not once per tensor
+		n, seen := listed[file]
+		if !seen { // a file's name is checked once, not once per tensor
 			if err := CheckLocalName(file); err != nil {
 				return nil, &binio.FormatError{File: indexPath, Offset: -1, Tensor: name, Msg: err.Error()}
 			}
-			want = map[string]bool{}
-			byFile[file] = want
 		}
-		want[name] = true
+		listed[file] = n + 1
 	}
-	names := make([]string, 0, len(byFile))
-	for f := range byFile {
+	names := make([]string, 0, len(listed))
+	for f := range listed {
 		names = append(names, f)
 	}
 	sort.Strings(names)
@@ -286,7 +281,7 @@ func readIndex(indexPath string) ([]shardFile, error) {
 			return nil, &binio.FormatError{File: indexPath, Offset: -1, Msg: err.Error()}
 		}
 		abs, _ := filepath.Abs(p)
-		out = append(out, shardFile{path: p, abs: abs, want: byFile[n]})
+		out = append(out, shardFile{path: p, abs: abs, index: idx.WeightMap, name: n, listed: listed[n]})
 	}
 	return out, nil
 }
@@ -313,9 +308,7 @@ func (s *Source) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	s.indexOnce.Do(func() {
-		if s.byName == nil {
-			s.byName = m.Index()
-		}
+		s.byName = m.Index()
 	})
 	i, ok := s.byName[name]
 	if !ok {
