@@ -188,8 +188,8 @@ type digestingSink struct {
 // GathersFileWrites forwards to the sink.
 func (s digestingSink) GathersFileWrites() bool { return plugin.GathersFileWrites(s.Sink) }
 
-// GathersSlotWrites forwards to the sink.
-func (s digestingSink) GathersSlotWrites() bool { return plugin.GathersSlotWrites(s.Sink) }
+// GathersDataWrites forwards to the sink.
+func (s digestingSink) GathersDataWrites() bool { return plugin.GathersDataWrites(s.Sink) }
 
 // sourceEnd is the input file a tensor is read from and where its bytes end
 // there.

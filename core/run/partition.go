@@ -241,8 +241,8 @@ type partialSink struct {
 // GathersFileWrites forwards to the sink.
 func (p partialSink) GathersFileWrites() bool { return plugin.GathersFileWrites(p.Sink) }
 
-// GathersSlotWrites forwards to the sink.
-func (p partialSink) GathersSlotWrites() bool { return plugin.GathersSlotWrites(p.Sink) }
+// GathersDataWrites forwards to the sink.
+func (p partialSink) GathersDataWrites() bool { return plugin.GathersDataWrites(p.Sink) }
 
 func (p partialSink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginOptions) error {
 	opts.Shards = p.shards

@@ -10,6 +10,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -205,11 +206,12 @@ func (r *runner) file(p string) (*os.File, error) {
 
 // maxCopies is how many small trees (isSmallCopy, isSmallStream) run at
 // once, beside the others. Their sinks gather their writes
-// (plugin.FileWriteGatherer, plugin.SlotWriteGatherer: a plugin process's
+// (plugin.FileWriteGatherer, plugin.DataWriteGatherer: a plugin process's
 // sink sends many in one message, where a model of many small tensors would
 // otherwise cost a round trip each), so the more in flight the fewer
 // messages. Copies hold no memory of the run's and no core; conversions
-// hold a slot per node of the arena, which bounds them too. Small, so that
+// hold a slot per node of the arena while they convert, and their output
+// (from the heap budget, runOneChunk) until it is written. Small, so that
 // a sink that buffers what it is given holds at most maxCopies × smallCopy
 // bytes for them.
 const (
@@ -303,7 +305,7 @@ func isSmallCopy(t *plan.Tree) bool {
 
 // isSmallStream reports whether a tree converts a tensor of at most
 // smallCopy bytes in one chunk for sinks that all gather such writes: the
-// converted bytes whole in a slot (plugin.SlotWriteGatherer), and the
+// converted bytes whole in a slot (plugin.DataWriteGatherer), and the
 // source's file reference for a leaf at the root of a tensor that has one.
 func isSmallStream(t *plan.Tree, slot uint64) bool {
 	if t.Tensor.Size > smallCopy || len(t.Root.Children) == 0 {
@@ -313,7 +315,7 @@ func isSmallStream(t *plan.Tree, slot uint64) bool {
 		return false
 	}
 	for _, l := range t.Root.Leaves {
-		if t.Tensor.Location != nil && !plugin.GathersFileWrites(l.Sink.Sink) || t.Tensor.Location == nil && !plugin.GathersSlotWrites(l.Sink.Sink) {
+		if t.Tensor.Location != nil && !plugin.GathersFileWrites(l.Sink.Sink) || t.Tensor.Location == nil && !plugin.GathersDataWrites(l.Sink.Sink) {
 			return false
 		}
 	}
@@ -321,7 +323,7 @@ func isSmallStream(t *plan.Tree, slot uint64) bool {
 	gathered = func(n *plan.Node) bool {
 		for _, c := range n.Children {
 			for _, l := range c.Leaves {
-				if !plugin.GathersSlotWrites(l.Sink.Sink) {
+				if !plugin.GathersDataWrites(l.Sink.Sink) {
 					return false
 				}
 			}
@@ -696,6 +698,17 @@ func (r *runner) runOneChunk(ctx context.Context, t *plan.Tree, lay layout, f *l
 	}
 	c.Retain()
 	b.release()
+	if size := int64(len(c.Data)); size <= plugin.GatherInlineBelow && plugin.GathersDataWrites(f.leaf.Sink.Sink) && r.heap.TryAcquire(size) {
+		// The sink gathers small writes into messages: the output moves to
+		// the heap and the tree's slots go back now, not once the write is
+		// confirmed, so that the arena does not bound how many small trees
+		// wait for a message at once.
+		defer r.heap.Release(size)
+		heap := plugin.HeapChunk(bytes.Clone(c.Data), 0)
+		c.Release()
+		pool.Close()
+		c = heap
+	}
 	data := plugin.NewChunkData(ctx, f.node.Size, plugin.SingleChunk(c), nil)
 	err = noSpace(f.leaf.Sink, f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data))
 	data.Close()

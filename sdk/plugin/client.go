@@ -367,14 +367,12 @@ func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) er
 		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
 			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}}, nil)
 	}
-	whole, back, err := s.peekWhole(ctx, data)
+	whole, carried, back, err := s.peekWhole(ctx, data)
 	if err != nil {
 		return err
 	}
 	if whole != nil {
-		_, slot, _ := whole.Slot()
-		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
-			Data: &pb.Chunk{Length: data.Size(), Payload: &pb.Chunk_Slot{Slot: slot}, Last: true}}, whole)
+		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(), Data: carried}, whole)
 	}
 	if back != nil {
 		defer back.Close()

@@ -371,7 +371,7 @@ func FuzzServerWrite(f *testing.F) {
 
 // filesScript decodes a WriteFiles message (protocol 1.3, 1.4): up to
 // eight tensors "t0", "t1", …, each a file reference, its bytes in an arena
-// slot, or, wrongly, inline or with nothing at all.
+// slot or inline, or, wrongly, nothing at all.
 func filesScript(b []byte, file string) *pb.WriteFiles {
 	s := &script{b: b}
 	files := &pb.WriteFiles{}
@@ -400,6 +400,7 @@ var filesSeeds = [][]byte{
 	{1, 8, 1, 1, 7, 0, 1},                // not from the start
 	{1, 8, 1, 0, 8, 0, 0},                // not marked last
 	{1, 8, 2, 8, 0},                      // inline
+	{1, 8, 2, 0xff, 0},                   // inline, says more than it holds
 	{1, 8, 3},                            // neither
 	{9, 8, 1, 0, 8, 0, 1},                // unknown session
 	{1, 0xff, 1, 0, 0xff, 0, 1},          // a size near 2^64
@@ -437,7 +438,7 @@ func FuzzServerWriteFiles(f *testing.F) {
 			if got := sk.got[start.Tensor]; got != start.Size {
 				t.Fatalf("%s: confirmed as %d bytes, the sink took %d", start.Tensor, start.Size, got)
 			}
-			if d := start.Data; d != nil && (d.Length > fuzzSlotSize || d.GetInline() != nil) {
+			if d := start.Data; d != nil && (d.GetInline() == nil && d.Length > fuzzSlotSize || d.GetInline() != nil && uint64(len(d.GetInline())) != d.Length) {
 				t.Fatalf("%s: data %v confirmed", start.Tensor, d)
 			}
 		}

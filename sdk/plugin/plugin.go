@@ -67,19 +67,21 @@ func GathersFileWrites(s Sink) bool {
 	return ok && g.GathersFileWrites()
 }
 
-// SlotWriteGatherer is implemented by a Sink that gathers, likewise,
-// concurrent writes of small tensors whose bytes lie whole in one chunk of a
-// slot of the host's arena: tensors the core converted (protocol 1.4's
-// WriteStart.data). The core then runs more small trees at once for it.
-type SlotWriteGatherer interface {
-	// GathersSlotWrites reports whether the sink gathers them.
-	GathersSlotWrites() bool
+// DataWriteGatherer is implemented by a Sink that gathers, likewise,
+// concurrent writes of small tensors whose bytes lie whole in one chunk:
+// tensors the core converted (protocol 1.4's WriteStart.data), in a slot of
+// the host's arena or, up to GatherInlineBelow bytes, on the heap. The core
+// then runs more small trees at once for it, and moves their small outputs
+// to the heap so that their slots need not wait for the writes.
+type DataWriteGatherer interface {
+	// GathersDataWrites reports whether the sink gathers them.
+	GathersDataWrites() bool
 }
 
-// GathersSlotWrites reports whether s is a SlotWriteGatherer that gathers.
-func GathersSlotWrites(s Sink) bool {
-	g, ok := s.(SlotWriteGatherer)
-	return ok && g.GathersSlotWrites()
+// GathersDataWrites reports whether s is a DataWriteGatherer that gathers.
+func GathersDataWrites(s Sink) bool {
+	g, ok := s.(DataWriteGatherer)
+	return ok && g.GathersDataWrites()
 }
 
 // SinkPlan is a sink's decision for one manifest.

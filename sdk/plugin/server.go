@@ -436,27 +436,36 @@ func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
 }
 
 // writeWhole writes a tensor of a WriteFiles whose start carries all of its
-// bytes in one arena slot (protocol 1.4). The slot is the host's again once
-// the tensor is counted as written, so no acknowledgement of its own is sent.
+// bytes in one chunk, in an arena slot or inline (protocol 1.4). A slot is
+// the host's again once the tensor is counted as written, so no
+// acknowledgement of its own is sent.
 func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error {
 	c := start.Data
 	if c.Offset != 0 || c.Length != start.Size || !c.Last || start.File != nil {
 		return fmt.Errorf("tensor %q of %d bytes: its data must be one chunk of it all, got [%d, +%d) marked last = %v beside a file reference = %v",
 			start.Tensor, start.Size, c.Offset, c.Length, c.Last, start.File != nil)
 	}
-	slot, ok := c.Payload.(*pb.Chunk_Slot)
-	if !ok {
-		return fmt.Errorf("tensor %q: its data in a write of files must lie in an arena slot", start.Tensor)
-	}
-	if s.arena == nil {
-		return fmt.Errorf("tensor %q: data in an arena slot, but no arena was mapped", start.Tensor)
-	}
-	mem, err := s.arena.Slot(slot.Slot)
-	if err != nil {
-		return fmt.Errorf("tensor %q: %w", start.Tensor, err)
-	}
-	if c.Length > uint64(len(mem)) {
-		return fmt.Errorf("tensor %q: %d bytes in a slot of %d", start.Tensor, c.Length, len(mem))
+	var mem []byte
+	switch p := c.Payload.(type) {
+	case *pb.Chunk_Inline:
+		if uint64(len(p.Inline)) != c.Length {
+			return fmt.Errorf("tensor %q: its inline data holds %d bytes, says %d", start.Tensor, len(p.Inline), c.Length)
+		}
+		mem = p.Inline
+	case *pb.Chunk_Slot:
+		if s.arena == nil {
+			return fmt.Errorf("tensor %q: data in an arena slot, but no arena was mapped", start.Tensor)
+		}
+		slot, err := s.arena.Slot(p.Slot)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", start.Tensor, err)
+		}
+		if c.Length > uint64(len(slot)) {
+			return fmt.Errorf("tensor %q: %d bytes in a slot of %d", start.Tensor, c.Length, len(slot))
+		}
+		mem = slot
+	default:
+		return fmt.Errorf("tensor %q: data without payload", start.Tensor)
 	}
 	sk, err := s.sink(start.Session)
 	if err != nil {

@@ -121,7 +121,14 @@ const (
 	maxBatches  = 2
 	maxBatch    = 256
 	gatherBelow = 1 << 20
+	// maxBatchInline bounds the bytes a message carries inline.
+	maxBatchInline = 8 << 20
 )
+
+// GatherInlineBelow is the size up to which a converted tensor whose bytes
+// lie whole in one chunk outside the arena (on the heap) is gathered too,
+// its bytes inline in the message.
+const GatherInlineBelow = 256 << 10
 
 // writeBatches holds the writes waiting for a WriteFiles message.
 type writeBatches struct {
@@ -161,7 +168,16 @@ func (b *writeBatches) next() []*batchedWrite {
 		b.queue = nil
 		return nil
 	}
-	n := min(len(b.queue), maxBatch)
+	n, inline := 0, 0
+	for n < len(b.queue) && n < maxBatch {
+		if d := b.queue[n].start.Data.GetInline(); d != nil {
+			if n > 0 && inline+len(d) > maxBatchInline {
+				break
+			}
+			inline += len(d)
+		}
+		n++
+	}
 	batch := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	return batch
@@ -178,34 +194,49 @@ func (b *writeBatches) requeue(ws []*batchedWrite) {
 // of small tensors in WriteFiles messages: the plugin serves them.
 func (s *remoteSink) GathersFileWrites() bool { return s.c.info.WriteSeries && s.c.info.FileRefs }
 
-// GathersSlotWrites reports that the sink sends writes of small tensors
-// whose bytes lie whole in one slot of the arena in WriteFiles messages
-// (protocol 1.4): the plugin mapped the arena and takes them.
-func (s *remoteSink) GathersSlotWrites() bool {
-	return s.c.info.WriteSeries && s.c.info.WriteData && s.c.info.Arena && s.c.arena != nil
+// GathersDataWrites reports that the sink sends writes of small tensors
+// whose bytes lie whole in one chunk in WriteFiles messages (protocol 1.4):
+// the plugin takes them.
+func (s *remoteSink) GathersDataWrites() bool { return s.c.info.WriteSeries && s.c.info.WriteData }
+
+// dataOf returns how a WriteStart carries c, a tensor's whole bytes: the
+// slot it lies in, when the plugin mapped the arena, or inline, when it is
+// small enough; nil when neither.
+func (s *remoteSink) dataOf(c *Chunk) *pb.Chunk {
+	n := uint64(len(c.Data))
+	if arena, slot, inArena := c.Slot(); inArena && arena == s.c.arena && s.c.info.Arena {
+		return &pb.Chunk{Length: n, Payload: &pb.Chunk_Slot{Slot: slot}, Last: true}
+	}
+	if n <= GatherInlineBelow {
+		return &pb.Chunk{Length: n, Payload: &pb.Chunk_Inline{Inline: c.Data}, Last: true}
+	}
+	return nil
 }
 
 // peekWhole takes the first chunk of data, a tensor of at most gatherBelow
 // bytes, when the plugin would take the tensor whole in a WriteFiles
-// message. When that chunk holds all of the tensor's bytes in a slot of the
-// arena, it is returned; otherwise it comes back in a putBack ahead of the
-// rest of data, which the caller writes instead and closes after the write.
-func (s *remoteSink) peekWhole(ctx context.Context, data TensorData) (*Chunk, *putBack, error) {
+// message. When that chunk holds all of the tensor's bytes and a WriteStart
+// can carry them (dataOf), it is returned with that carriage; otherwise it
+// comes back in a putBack ahead of the rest of data, which the caller
+// writes instead and closes after the write.
+func (s *remoteSink) peekWhole(ctx context.Context, data TensorData) (*Chunk, *pb.Chunk, *putBack, error) {
 	cd, ok := data.(chunkedData)
-	if !ok || data.Size() == 0 || data.Size() > gatherBelow || !s.GathersSlotWrites() {
-		return nil, nil, nil
+	if !ok || data.Size() == 0 || data.Size() > gatherBelow || !s.GathersDataWrites() {
+		return nil, nil, nil, nil
 	}
 	c, err := cd.NextChunk(ctx)
 	if err == io.EOF {
-		return nil, nil, nil // it ends early; the write says so
+		return nil, nil, nil, nil // it ends early; the write says so
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if arena, _, inArena := c.Slot(); inArena && arena == s.c.arena && uint64(len(c.Data)) == data.Size() {
-		return c, nil, nil
+	if uint64(len(c.Data)) == data.Size() {
+		if d := s.dataOf(c); d != nil {
+			return c, d, nil, nil
+		}
 	}
-	return nil, &putBack{first: c, rest: cd}, nil
+	return nil, nil, &putBack{first: c, rest: cd}, nil
 }
 
 // SingleChunk returns a ChunkReader that yields c, then io.EOF; closing it

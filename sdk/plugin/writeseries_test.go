@@ -343,23 +343,25 @@ func TestWriteWithoutSeriesOpensAStreamPerTensor(t *testing.T) {
 
 // gatheredWrites runs writes of small tensors, each of the five bytes
 // "bytes", and keeps their errors by name: file references to a file of
-// them, or, with an arena, chunks of them in its slots.
+// them, chunks of them in slots of an arena, or chunks on the heap.
 type gatheredWrites struct {
+	kind string // "files", "slots" or "heap"
 	file string
-	pool *Pool // with an arena: the writes' bytes are in its slots
+	pool *Pool // for "slots": the writes' bytes are in its slots
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	errs map[string]error
 }
 
-// behindTwoMessages starts writes "gate0" and "gate1", which the sink holds
-// until its gate is closed: two messages in flight, every sender busy, so
-// the writes started next wait. With an arena, the writes carry slots of a
-// pool of 16 of its slots.
-func behindTwoMessages(t *testing.T, arena *Arena) (*remoteSink, *recordSink, *streamCount, *gatheredWrites) {
+// behindTwoMessages starts writes "gate0" and "gate1" of the kind of
+// gatheredWrites, which the sink holds until its gate is closed: two
+// messages in flight, every sender busy, so the writes started next wait.
+// Writes of slots carry slots of a pool of 16 of an arena's.
+func behindTwoMessages(t *testing.T, kind string) (*remoteSink, *recordSink, *streamCount, *gatheredWrites) {
 	t.Helper()
+	arena := testArena(t, kind == "slots")
 	_, sk, rec, count := arenaSeriesSink(t, arena)
-	w := &gatheredWrites{file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
+	w := &gatheredWrites{kind: kind, file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
 	if err := os.WriteFile(w.file, []byte("bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -376,10 +378,13 @@ func behindTwoMessages(t *testing.T, arena *Arena) (*remoteSink, *recordSink, *s
 
 // data returns a write's tensor: a file reference, or its bytes in a slot.
 func (w *gatheredWrites) data(t *testing.T) TensorData {
-	if w.pool == nil {
-		return FileData(tensor.FileRef{Path: w.file, Offset: 0, Length: 5})
+	switch w.kind {
+	case "slots":
+		return slotData(t, w.pool, []byte("bytes"))
+	case "heap":
+		return NewChunkData(context.Background(), 5, SingleChunk(HeapChunk([]byte("bytes"), 0)), nil)
 	}
-	return slotData(t, w.pool, []byte("bytes"))
+	return FileData(tensor.FileRef{Path: w.file, Offset: 0, Length: 5})
 }
 
 // slotData returns b as a tensor whose only chunk is in a slot of pool.
@@ -444,11 +449,12 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // Small writes that come while messages are in flight wait, and go out
 // together in the next message: of file references, and (protocol 1.4) of
-// tensors whose bytes are whole in an arena slot, whose slots come back.
+// tensors whose bytes are whole in one chunk, in an arena slot (whose slots
+// come back) or on the heap (carried inline).
 func TestSmallWritesGatherIntoMessages(t *testing.T) {
-	for _, arena := range []bool{false, true} {
-		t.Run(map[bool]string{false: "files", true: "slots"}[arena], func(t *testing.T) {
-			sk, rec, count, w := behindTwoMessages(t, testArena(t, arena))
+	for _, kind := range []string{"files", "slots", "heap"} {
+		t.Run(kind, func(t *testing.T) {
+			sk, rec, count, w := behindTwoMessages(t, kind)
 			names := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
 			w.start(t, sk, queued(sk), names...)
 			close(rec.gate)
@@ -461,7 +467,7 @@ func TestSmallWritesGatherIntoMessages(t *testing.T) {
 			if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 10}) {
 				t.Errorf("WriteFiles messages of %v tensors, want [1 1 10]", got)
 			}
-			if want := map[bool]int{false: 0, true: 12}[arena]; count.data != want {
+			if want := map[string]int{"files": 0, "slots": 12, "heap": 12}[kind]; count.data != want {
 				t.Errorf("%d tensors went in slots, want %d", count.data, want)
 			}
 		})
@@ -485,9 +491,9 @@ func testArena(t *testing.T, want bool) *Arena {
 // When a tensor of a message fails, it alone reports the failure: those
 // before it were written, and those after it go out in another message.
 func TestSmallWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
-	for _, arena := range []bool{false, true} {
-		t.Run(map[bool]string{false: "files", true: "slots"}[arena], func(t *testing.T) {
-			sk, rec, count, w := behindTwoMessages(t, testArena(t, arena))
+	for _, kind := range []string{"files", "slots", "heap"} {
+		t.Run(kind, func(t *testing.T) {
+			sk, rec, count, w := behindTwoMessages(t, kind)
 			w.start(t, sk, queued(sk), "a", "b", "bad", "c", "d")
 			close(rec.gate)
 			w.wait(t)
@@ -562,7 +568,8 @@ func TestWriteFilesRefusesMalformedData(t *testing.T) {
 		{"not from the start", slot(1, 9, true, 0), "must be one chunk of it all"},
 		{"short", slot(0, 9, true, 0), "must be one chunk of it all"},
 		{"not last", slot(0, 10, false, 0), "must be one chunk of it all"},
-		{"inline", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Inline{Inline: make([]byte, 10)}, Last: true}, "must lie in an arena slot"},
+		{"inline of another length", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Inline{Inline: make([]byte, 9)}, Last: true}, "holds 9 bytes"},
+		{"no payload", &pb.Chunk{Length: 10, Last: true}, "without payload"},
 		{"no such slot", slot(0, 10, true, 99), "slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

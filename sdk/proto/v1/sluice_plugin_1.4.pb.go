@@ -10,7 +10,7 @@
 //
 // Added in 1.4:
 //   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
-//     (converted or quantized) and holds whole in one arena slot, written
+//     (converted or quantized) and holds whole in one chunk, written
 //     like the tensors of file references beside it, so that a model of many
 //     small tensors costs a message per several tensors when it is converted
 //     too, not four messages and a goroutine each;
@@ -2029,7 +2029,7 @@ func (*WriteRequest_Files) isWriteRequest_Msg() {}
 
 // WriteFiles (1.3) writes several tensors, in order, each of whose starts
 // carries a file reference (no chunks follow), or, since 1.4, its bytes
-// whole in an arena slot (data). A model of many small tensors then costs a
+// whole in one chunk (data). A model of many small tensors then costs a
 // message per several tensors rather than two per tensor.
 type WriteFiles struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2083,10 +2083,12 @@ type WriteStart struct {
 	// file, when set, holds all of the tensor's bytes; no chunks follow.
 	File *FileRef `protobuf:"bytes,4,opt,name=file,proto3" json:"file,omitempty"`
 	// data (1.4), in a WriteFiles only and only to a plugin that announced
-	// write_data, holds all of the tensor's bytes in one arena slot: offset 0,
-	// length = size, last = true. The slot is the plugin's until the WriteAck
-	// that counts the tensor as written, or until the stream ends; the plugin
-	// sends no slot acknowledgement for it.
+	// write_data, holds all of the tensor's bytes in one chunk: offset 0,
+	// length = size, last = true, in an arena slot or inline (the host sends
+	// at most 256 KiB inline, and at most 8 MiB inline in one message). A
+	// slot is the plugin's until the WriteAck that counts the tensor as
+	// written, or until the stream ends; the plugin sends no slot
+	// acknowledgement for it.
 	Data          *Chunk `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -10,7 +10,7 @@
 //
 // Added in 1.4:
 //   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
-//     (converted or quantized) and holds whole in one arena slot, written
+//     (converted or quantized) and holds whole in one chunk, written
 //     like the tensors of file references beside it, so that a model of many
 //     small tensors costs a message per several tensors when it is converted
 //     too, not four messages and a goroutine each;
@@ -460,7 +460,7 @@ type SinkClient interface {
 	// each tensor with a WriteAck with done = true, after which the host may
 	// send the next WriteStart. Instead of a WriteStart the host may send
 	// WriteFiles: tensors whose bytes all lie in files (or, since 1.4, in one
-	// arena slot each), which the plugin writes in order and confirms with one
+	// chunk each), which the plugin writes in order and confirms with one
 	// WriteAck with done = true and written = their number. The plugin ends the stream with an error when a tensor
 	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
 	// it were written; the host then opens another stream for the rest), and
@@ -574,7 +574,7 @@ type SinkServer interface {
 	// each tensor with a WriteAck with done = true, after which the host may
 	// send the next WriteStart. Instead of a WriteStart the host may send
 	// WriteFiles: tensors whose bytes all lie in files (or, since 1.4, in one
-	// arena slot each), which the plugin writes in order and confirms with one
+	// chunk each), which the plugin writes in order and confirms with one
 	// WriteAck with done = true and written = their number. The plugin ends the stream with an error when a tensor
 	// fails (after a WriteAck saying how many of a WriteFiles' tensors before
 	// it were written; the host then opens another stream for the rest), and
