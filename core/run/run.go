@@ -10,7 +10,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,7 +80,8 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	r := &runner{opts: opts, cpu: newCPUGate(opts.Workers), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))), files: map[string]*os.File{}}
+	r := &runner{opts: opts, cpu: newCPUGate(opts.Workers), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))),
+		pieces: plugin.NewPieces(opts.Arena), files: map[string]*os.File{}}
 	defer r.closeFiles()
 
 	begun := make([]*plan.SinkPlan, 0, len(pl.Sinks))
@@ -176,6 +176,9 @@ type runner struct {
 	opts Options
 	cpu  *cpuGate
 	heap *semaphore.Weighted
+	// pieces holds the outputs of small trees while their writes wait
+	// (runOneChunk).
+	pieces *plugin.Pieces
 
 	mu    sync.Mutex
 	files map[string]*os.File
@@ -210,8 +213,9 @@ func (r *runner) file(p string) (*os.File, error) {
 // sink sends many in one message, where a model of many small tensors would
 // otherwise cost a round trip each), so the more in flight the fewer
 // messages. Copies hold no memory of the run's and no core; conversions
-// hold a slot per node of the arena while they convert, and their output
-// (from the heap budget, runOneChunk) until it is written. Small, so that
+// hold a slot per node of the arena while they convert, and their output,
+// in a piece of a slot shared with others (runOneChunk), until it is
+// written. Small, so that
 // a sink that buffers what it is given holds at most maxCopies × smallCopy
 // bytes for them.
 const (
@@ -698,16 +702,19 @@ func (r *runner) runOneChunk(ctx context.Context, t *plan.Tree, lay layout, f *l
 	}
 	c.Retain()
 	b.release()
-	if size := int64(len(c.Data)); size <= plugin.GatherInlineBelow && plugin.GathersDataWrites(f.leaf.Sink.Sink) && r.heap.TryAcquire(size) {
+	if len(c.Data) <= plugin.GatherInlineBelow && plugin.GathersDataWrites(f.leaf.Sink.Sink) {
 		// The sink gathers small writes into messages: the output moves to
-		// the heap and the tree's slots go back now, not once the write is
-		// confirmed, so that the arena does not bound how many small trees
-		// wait for a message at once.
-		defer r.heap.Release(size)
-		heap := plugin.HeapChunk(bytes.Clone(c.Data), 0)
-		c.Release()
-		pool.Close()
-		c = heap
+		// a piece of a slot shared with other small outputs, and the tree's
+		// own slots go back now, not once the write is confirmed, so that
+		// the arena does not bound how many small trees wait for a message
+		// at once. Taking a piece never waits (a tree holding slots must
+		// not wait for more); without one the output stays where it is.
+		if piece, ok := r.pieces.TryGet(len(c.Data)); ok {
+			copy(piece.Data, c.Data)
+			c.Release()
+			pool.Close()
+			c = piece
+		}
 	}
 	data := plugin.NewChunkData(ctx, f.node.Size, plugin.SingleChunk(c), nil)
 	err = noSpace(f.leaf.Sink, f.leaf.Sink.Sink.Write(ctx, f.leaf.Name, data))

@@ -86,7 +86,7 @@ func f32Bytes(v []float32) []byte {
 	return b
 }
 
-func build(t *testing.T, src *memSource, sinks map[string]*memSink, viaTransform map[string]transform.Transform) *plan.Plan {
+func build[S plugin.Sink](t *testing.T, src *memSource, sinks map[string]S, viaTransform map[string]transform.Transform) *plan.Plan {
 	t.Helper()
 	srcStage := &pipeline.Stage{Kind: pipeline.Source, Type: "mem", Name: "src", Enabled: true}
 	p := &pipeline.Pipeline{Stages: []*pipeline.Stage{srcStage}}

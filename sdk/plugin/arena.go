@@ -137,13 +137,29 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 	a.waiting = a.waiting[1:]
 	// The next in line may fit in what is left.
 	a.cond.Broadcast()
+	return a.take(n), nil
+}
+
+// TryReserve is Reserve without waiting: it reports false when n slots are
+// not free, or when other reservations wait in line.
+func (a *Arena) TryReserve(n int) (*Pool, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n <= 0 || a.closed || len(a.waiting) > 0 || len(a.free) < n {
+		return nil, false
+	}
+	return a.take(n), true
+}
+
+// take moves n free slots into a new pool; a.mu is held.
+func (a *Arena) take(n int) *Pool {
 	p := &Pool{arena: a, slots: make(chan uint32, n), size: n}
 	for i := 0; i < n; i++ {
 		p.slots <- a.free[len(a.free)-1]
 		a.free = a.free[:len(a.free)-1]
 	}
 	a.reserved += n
-	return p, nil
+	return p
 }
 
 // leave takes a reservation that gave up out of the line, and wakes the
@@ -243,6 +259,10 @@ type Chunk struct {
 	pool      *Pool
 	onRelease func()
 	refs      atomic.Int32
+	// share, for a chunk cut from a slot shared with others (Pieces), is
+	// that slot; Data begins at byte shareOff of it.
+	share    *sharedSlot
+	shareOff int
 }
 
 // NewChunk wraps bytes with a function called when the last holder releases

@@ -382,6 +382,9 @@ func filesScript(b []byte, file string) *pb.WriteFiles {
 			start.File = &pb.FileRef{Path: file, Offset: s.num(), Length: s.num()}
 		case 1:
 			start.Data = &pb.Chunk{Offset: s.num(), Length: s.num(), Payload: &pb.Chunk_Slot{Slot: uint32(s.num())}, Last: s.byte()%2 == 1}
+			if s.byte()%2 == 1 {
+				start.Data.SlotOffset = s.num()
+			}
 		case 2:
 			n := s.num()
 			start.Data = &pb.Chunk{Offset: s.num(), Length: n, Payload: &pb.Chunk_Inline{Inline: make([]byte, min(n, 256))}, Last: true}
@@ -392,18 +395,21 @@ func filesScript(b []byte, file string) *pb.WriteFiles {
 }
 
 var filesSeeds = [][]byte{
-	{1, 8, 1, 0, 8, 0, 1},                // one tensor of 8 bytes in slot 0
-	{1, 8, 1, 0, 8, 0, 1, 1, 4, 0, 0, 4}, // and a file reference of 4
-	{1, 64, 1, 0, 64, 3, 1},              // a whole slot
-	{1, 65, 1, 0, 65, 0, 1},              // more than a slot
-	{1, 8, 1, 0, 8, 9, 1},                // no such slot
-	{1, 8, 1, 1, 7, 0, 1},                // not from the start
-	{1, 8, 1, 0, 8, 0, 0},                // not marked last
-	{1, 8, 2, 8, 0},                      // inline
-	{1, 8, 2, 0xff, 0},                   // inline, says more than it holds
-	{1, 8, 3},                            // neither
-	{9, 8, 1, 0, 8, 0, 1},                // unknown session
-	{1, 0xff, 1, 0, 0xff, 0, 1},          // a size near 2^64
+	{1, 8, 1, 0, 8, 0, 1},                   // one tensor of 8 bytes in slot 0
+	{1, 8, 1, 0, 8, 0, 1, 1, 16},            // at byte 16 of slot 0
+	{1, 8, 1, 0, 8, 0, 1, 1, 60},            // past the slot's end
+	{1, 8, 1, 0, 8, 0, 1, 1, 0xff},          // at an offset near 2^64
+	{1, 8, 1, 0, 8, 0, 1, 0, 1, 4, 0, 0, 4}, // and a file reference of 4
+	{1, 64, 1, 0, 64, 3, 1},                 // a whole slot
+	{1, 65, 1, 0, 65, 0, 1},                 // more than a slot
+	{1, 8, 1, 0, 8, 9, 1},                   // no such slot
+	{1, 8, 1, 1, 7, 0, 1},                   // not from the start
+	{1, 8, 1, 0, 8, 0, 0},                   // not marked last
+	{1, 8, 2, 8, 0},                         // inline
+	{1, 8, 2, 0xff, 0},                      // inline, says more than it holds
+	{1, 8, 3},                               // neither
+	{9, 8, 1, 0, 8, 0, 1},                   // unknown session
+	{1, 0xff, 1, 0, 0xff, 0, 1},             // a size near 2^64
 }
 
 // FuzzServerWriteFiles plays a WriteFiles message against the plugin
@@ -438,7 +444,7 @@ func FuzzServerWriteFiles(f *testing.F) {
 			if got := sk.got[start.Tensor]; got != start.Size {
 				t.Fatalf("%s: confirmed as %d bytes, the sink took %d", start.Tensor, start.Size, got)
 			}
-			if d := start.Data; d != nil && (d.GetInline() == nil && d.Length > fuzzSlotSize || d.GetInline() != nil && uint64(len(d.GetInline())) != d.Length) {
+			if d := start.Data; d != nil && (d.GetInline() == nil && (d.SlotOffset > fuzzSlotSize || d.Length > fuzzSlotSize-d.SlotOffset) || d.GetInline() != nil && uint64(len(d.GetInline())) != d.Length) {
 				t.Fatalf("%s: data %v confirmed", start.Tensor, d)
 			}
 		}

@@ -448,8 +448,8 @@ func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error 
 	var mem []byte
 	switch p := c.Payload.(type) {
 	case *pb.Chunk_Inline:
-		if uint64(len(p.Inline)) != c.Length {
-			return fmt.Errorf("tensor %q: its inline data holds %d bytes, says %d", start.Tensor, len(p.Inline), c.Length)
+		if uint64(len(p.Inline)) != c.Length || c.SlotOffset != 0 {
+			return fmt.Errorf("tensor %q: its inline data holds %d bytes, says %d (slot offset %d)", start.Tensor, len(p.Inline), c.Length, c.SlotOffset)
 		}
 		mem = p.Inline
 	case *pb.Chunk_Slot:
@@ -460,10 +460,10 @@ func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error 
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", start.Tensor, err)
 		}
-		if c.Length > uint64(len(slot)) {
-			return fmt.Errorf("tensor %q: %d bytes in a slot of %d", start.Tensor, c.Length, len(slot))
+		if end, ok := addU64(c.SlotOffset, c.Length); !ok || end > uint64(len(slot)) {
+			return fmt.Errorf("tensor %q: %d bytes at byte %d of a slot of %d", start.Tensor, c.Length, c.SlotOffset, len(slot))
 		}
-		mem = slot
+		mem = slot[c.SlotOffset:]
 	default:
 		return fmt.Errorf("tensor %q: data without payload", start.Tensor)
 	}
@@ -587,6 +587,9 @@ func (s *streamChunks) NextChunk(ctx context.Context) (*Chunk, error) {
 	c := msg.GetChunk()
 	if c == nil {
 		return nil, fmt.Errorf("write stream: expected a chunk")
+	}
+	if c.SlotOffset != 0 {
+		return nil, fmt.Errorf("write stream: a chunk at byte %d of its slot (only a WriteFiles tensor's data may be)", c.SlotOffset)
 	}
 	if c.Offset != s.off {
 		return nil, fmt.Errorf("write stream: chunk at offset %d, expected %d", c.Offset, s.off)

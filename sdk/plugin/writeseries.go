@@ -200,12 +200,15 @@ func (s *remoteSink) GathersFileWrites() bool { return s.c.info.WriteSeries && s
 func (s *remoteSink) GathersDataWrites() bool { return s.c.info.WriteSeries && s.c.info.WriteData }
 
 // dataOf returns how a WriteStart carries c, a tensor's whole bytes: the
-// slot it lies in, when the plugin mapped the arena, or inline, when it is
-// small enough; nil when neither.
+// slot (and offset, for a piece of a shared one) it lies in, when the plugin
+// mapped the arena, or inline, when it is small enough; nil when neither.
 func (s *remoteSink) dataOf(c *Chunk) *pb.Chunk {
 	n := uint64(len(c.Data))
 	if arena, slot, inArena := c.Slot(); inArena && arena == s.c.arena && s.c.info.Arena {
 		return &pb.Chunk{Length: n, Payload: &pb.Chunk_Slot{Slot: slot}, Last: true}
+	}
+	if arena, slot, off, cut := c.Piece(); cut && arena == s.c.arena && s.c.info.Arena {
+		return &pb.Chunk{Length: n, Payload: &pb.Chunk_Slot{Slot: slot}, SlotOffset: uint64(off), Last: true}
 	}
 	if n <= GatherInlineBelow {
 		return &pb.Chunk{Length: n, Payload: &pb.Chunk_Inline{Inline: c.Data}, Last: true}

@@ -345,12 +345,14 @@ func TestWriteWithoutSeriesOpensAStreamPerTensor(t *testing.T) {
 // "bytes", and keeps their errors by name: file references to a file of
 // them, chunks of them in slots of an arena, or chunks on the heap.
 type gatheredWrites struct {
-	kind string // "files", "slots" or "heap"
-	file string
-	pool *Pool // for "slots": the writes' bytes are in its slots
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs map[string]error
+	kind   string // "files", "slots", "pieces" or "heap"
+	file   string
+	arena  *Arena
+	pool   *Pool   // for "slots": the writes' bytes are in its slots
+	pieces *Pieces // for "pieces": the writes' bytes are in pieces of slots
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   map[string]error
 }
 
 // behindTwoMessages starts writes "gate0" and "gate1" of the kind of
@@ -359,13 +361,16 @@ type gatheredWrites struct {
 // Writes of slots carry slots of a pool of 16 of an arena's.
 func behindTwoMessages(t *testing.T, kind string) (*remoteSink, *recordSink, *streamCount, *gatheredWrites) {
 	t.Helper()
-	arena := testArena(t, kind == "slots")
+	arena := testArena(t, kind == "slots" || kind == "pieces")
 	_, sk, rec, count := arenaSeriesSink(t, arena)
-	w := &gatheredWrites{kind: kind, file: filepath.Join(t.TempDir(), "refs"), errs: map[string]error{}}
+	w := &gatheredWrites{kind: kind, file: filepath.Join(t.TempDir(), "refs"), arena: arena, errs: map[string]error{}}
 	if err := os.WriteFile(w.file, []byte("bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if arena != nil {
+	if kind == "pieces" {
+		w.pieces = NewPieces(arena)
+	}
+	if kind == "slots" {
 		pool, err := arena.Reserve(context.Background(), 16)
 		if err != nil {
 			t.Fatal(err)
@@ -381,6 +386,13 @@ func (w *gatheredWrites) data(t *testing.T) TensorData {
 	switch w.kind {
 	case "slots":
 		return slotData(t, w.pool, []byte("bytes"))
+	case "pieces":
+		c, ok := w.pieces.TryGet(5)
+		if !ok {
+			t.Fatal("no piece")
+		}
+		copy(c.Data, "bytes")
+		return NewChunkData(context.Background(), 5, SingleChunk(c), nil)
 	case "heap":
 		return NewChunkData(context.Background(), 5, SingleChunk(HeapChunk([]byte("bytes"), 0)), nil)
 	}
@@ -424,6 +436,11 @@ func (w *gatheredWrites) wait(t *testing.T) {
 			t.Errorf("%d of the pool's %d slots came back", n, w.pool.Size())
 		}
 	}
+	if w.pieces != nil {
+		if n := w.arena.Free(); n != w.arena.Slots() {
+			t.Errorf("%d of the arena's %d slots are free after the writes of pieces", n, w.arena.Slots())
+		}
+	}
 }
 
 // queued counts the writes of file references waiting for a message.
@@ -449,10 +466,10 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // Small writes that come while messages are in flight wait, and go out
 // together in the next message: of file references, and (protocol 1.4) of
-// tensors whose bytes are whole in one chunk, in an arena slot (whose slots
-// come back) or on the heap (carried inline).
+// tensors whose bytes are whole in one chunk, in an arena slot or a piece of
+// one (whose slots come back), or on the heap (carried inline).
 func TestSmallWritesGatherIntoMessages(t *testing.T) {
-	for _, kind := range []string{"files", "slots", "heap"} {
+	for _, kind := range []string{"files", "slots", "pieces", "heap"} {
 		t.Run(kind, func(t *testing.T) {
 			sk, rec, count, w := behindTwoMessages(t, kind)
 			names := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
@@ -467,7 +484,7 @@ func TestSmallWritesGatherIntoMessages(t *testing.T) {
 			if got := count.fileMessages(); !slices.Equal(got, []int{1, 1, 10}) {
 				t.Errorf("WriteFiles messages of %v tensors, want [1 1 10]", got)
 			}
-			if want := map[string]int{"files": 0, "slots": 12, "heap": 12}[kind]; count.data != want {
+			if want := map[string]int{"files": 0, "slots": 12, "pieces": 12, "heap": 12}[kind]; count.data != want {
 				t.Errorf("%d tensors went in slots, want %d", count.data, want)
 			}
 		})
@@ -491,7 +508,7 @@ func testArena(t *testing.T, want bool) *Arena {
 // When a tensor of a message fails, it alone reports the failure: those
 // before it were written, and those after it go out in another message.
 func TestSmallWriteFailureInAMessageIsItsTensorsAlone(t *testing.T) {
-	for _, kind := range []string{"files", "slots", "heap"} {
+	for _, kind := range []string{"files", "slots", "pieces", "heap"} {
 		t.Run(kind, func(t *testing.T) {
 			sk, rec, count, w := behindTwoMessages(t, kind)
 			w.start(t, sk, queued(sk), "a", "b", "bad", "c", "d")
@@ -571,6 +588,8 @@ func TestWriteFilesRefusesMalformedData(t *testing.T) {
 		{"inline of another length", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Inline{Inline: make([]byte, 9)}, Last: true}, "holds 9 bytes"},
 		{"no payload", &pb.Chunk{Length: 10, Last: true}, "without payload"},
 		{"no such slot", slot(0, 10, true, 99), "slot"},
+		{"past the slot's end", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Slot{Slot: 0}, SlotOffset: 4090, Last: true}, "at byte 4090 of a slot of 4096"},
+		{"inline at an offset", &pb.Chunk{Length: 10, Payload: &pb.Chunk_Inline{Inline: make([]byte, 10)}, SlotOffset: 8, Last: true}, "slot offset 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stream := openSeries(t, c)

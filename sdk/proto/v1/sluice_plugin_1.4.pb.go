@@ -14,6 +14,8 @@
 //     like the tensors of file references beside it, so that a model of many
 //     small tensors costs a message per several tensors when it is converted
 //     too, not four messages and a goroutine each;
+//   - Chunk.slot_offset: where in its slot such a tensor's bytes begin, as
+//     small tensors share a slot;
 //   - Capabilities.write_data: the plugin takes such tensors; the host sends
 //     them only then.
 //
@@ -1404,8 +1406,11 @@ type Chunk struct {
 	//
 	//	*Chunk_Inline
 	//	*Chunk_Slot
-	Payload       isChunk_Payload `protobuf_oneof:"payload"`
-	Last          bool            `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`
+	Payload isChunk_Payload `protobuf_oneof:"payload"`
+	Last    bool            `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`
+	// slot_offset (1.4), in WriteStart.data only: the data begins at this
+	// byte of the slot rather than at its start (small tensors share a slot).
+	SlotOffset    uint64 `protobuf:"varint,6,opt,name=slot_offset,json=slotOffset,proto3" json:"slot_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1484,6 +1489,13 @@ func (x *Chunk) GetLast() bool {
 		return x.Last
 	}
 	return false
+}
+
+func (x *Chunk) GetSlotOffset() uint64 {
+	if x != nil {
+		return x.SlotOffset
+	}
+	return 0
 }
 
 type isChunk_Payload interface {
@@ -2443,13 +2455,15 @@ const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"\x05align\x18\x04 \x01(\x04R\x05align\x12\x1b\n" +
 	"\tmax_chunk\x18\x05 \x01(\x04R\bmaxChunk\"!\n" +
 	"\tSlotGrant\x12\x14\n" +
-	"\x05slots\x18\x01 \x03(\rR\x05slots\"\x86\x01\n" +
+	"\x05slots\x18\x01 \x03(\rR\x05slots\"\xa7\x01\n" +
 	"\x05Chunk\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\x12\x18\n" +
 	"\x06inline\x18\x03 \x01(\fH\x00R\x06inline\x12\x14\n" +
 	"\x04slot\x18\x04 \x01(\rH\x00R\x04slot\x12\x12\n" +
-	"\x04last\x18\x05 \x01(\bR\x04lastB\t\n" +
+	"\x04last\x18\x05 \x01(\bR\x04last\x12\x1f\n" +
+	"\vslot_offset\x18\x06 \x01(\x04R\n" +
+	"slotOffsetB\t\n" +
 	"\apayload\"_\n" +
 	"\vPlanRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x126\n" +

@@ -14,6 +14,8 @@
 //     like the tensors of file references beside it, so that a model of many
 //     small tensors costs a message per several tensors when it is converted
 //     too, not four messages and a goroutine each;
+//   - Chunk.slot_offset: where in its slot such a tensor's bytes begin, as
+//     small tensors share a slot;
 //   - Capabilities.write_data: the plugin takes such tensors; the host sends
 //     them only then.
 //
