@@ -643,10 +643,13 @@ func feedsOf(t *plan.Tree, rootLeaves []plan.Leaf) []*leafFeed {
 	return out
 }
 
-// oneChunkFeed returns the only leaf of a tree that streams in one chunk
-// and writes to one leaf, which runOneChunk runs.
+// oneChunkFeed returns the only leaf of a small tree (at most smallCopy
+// bytes) that streams in one chunk and writes to one leaf, which
+// runOneChunk runs. A larger tensor's work outweighs the goroutines of
+// runStream, which also overlaps the start of its write with reading and
+// converting it.
 func oneChunkFeed(t *plan.Tree, lay layout, slots int) (*leafFeed, bool) {
-	if lay.chunk == 0 || t.Tensor.Size == 0 || t.Tensor.Size > lay.chunk || 1+lay.nodes > slots {
+	if lay.chunk == 0 || t.Tensor.Size == 0 || t.Tensor.Size > smallCopy || t.Tensor.Size > lay.chunk || 1+lay.nodes > slots {
 		return nil, false
 	}
 	var found *leafFeed
@@ -753,12 +756,7 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	}
 	inFlight := min(workers+1, slots/perChunk)
 	workers = max(1, min(workers, inFlight))
-	slack := 2 * len(feeds)
-	if chunks <= 1 {
-		// One chunk: the sinks hold that chunk's slots and no other.
-		inFlight, slack = 1, 0
-	}
-	need := min(perChunk*inFlight+slack, slots)
+	need := min(perChunk*inFlight+2*len(feeds), slots)
 	tickets := make(chan struct{}, inFlight)
 	pool, err := r.opts.Arena.Reserve(ctx, need)
 	if err != nil {
