@@ -436,9 +436,9 @@ func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
 }
 
 // writeWhole writes a tensor of a WriteFiles whose start carries all of its
-// bytes in one chunk, in an arena slot or inline (protocol 1.4). A slot is
-// the host's again once the tensor is counted as written, so no
-// acknowledgement of its own is sent.
+// bytes in one chunk (protocol 1.4): in an arena slot, from its slot_offset
+// on, or inline. A slot is the host's again once the tensor is counted as
+// written, so no acknowledgement of its own is sent.
 func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error {
 	c := start.Data
 	if c.Offset != 0 || c.Length != start.Size || !c.Last || start.File != nil {
