@@ -399,12 +399,13 @@ func (s sinkServer) WriteSeries(stream pb.Sink_WriteSeriesServer) error {
 // written, and its error ends the stream.
 func (s sinkServer) writeFiles(stream writeStream, files *pb.WriteFiles) error {
 	ctx := stream.Context()
+	sizes := fileSizes{} // a message's tensors mostly lie in one file
 	for i, start := range files.Tensors {
 		var err error
 		if start.Data != nil {
 			err = s.writeWhole(ctx, start)
 		} else {
-			err = s.writeFile(ctx, start)
+			err = s.writeFile(ctx, start, sizes)
 		}
 		if err != nil {
 			if serr := stream.Send(&pb.WriteAck{Written: uint32(i)}); serr != nil {
@@ -416,8 +417,10 @@ func (s sinkServer) writeFiles(stream writeStream, files *pb.WriteFiles) error {
 	return stream.Send(&pb.WriteAck{Done: true, Written: uint32(len(files.Tensors))})
 }
 
-// writeFile writes a tensor whose start carries a file reference.
-func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
+// writeFile writes a tensor whose start carries a file reference, checked
+// against the file's size (taken from sizes when it has it; sizes may be
+// nil).
+func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart, sizes fileSizes) error {
 	f := start.File
 	if f == nil {
 		return fmt.Errorf("tensor %q: a write of files without a file reference or data", start.Tensor)
@@ -429,7 +432,7 @@ func (s sinkServer) writeFile(ctx context.Context, start *pb.WriteStart) error {
 	if f.Length != start.Size {
 		return fmt.Errorf("tensor %q: file reference of %d bytes for a tensor of %d", start.Tensor, f.Length, start.Size)
 	}
-	if err := checkFileRef(f); err != nil {
+	if err := sizes.check(f); err != nil {
 		return err
 	}
 	return sk.Write(ctx, start.Tensor, FileData(tensor.FileRef{Path: f.Path, Offset: f.Offset, Length: f.Length}))
@@ -509,7 +512,7 @@ func (s sinkServer) writeTensor(stream writeStream, first *pb.WriteRequest, boun
 		return toStatus(fmt.Errorf("write stream must begin with a start message"))
 	}
 	if start.File != nil {
-		if err := s.writeFile(ctx, start); err != nil {
+		if err := s.writeFile(ctx, start, nil); err != nil {
 			return toStatus(err)
 		}
 		return stream.Send(&pb.WriteAck{Done: true})
@@ -540,15 +543,27 @@ func (s sinkServer) writeTensor(stream writeStream, first *pb.WriteRequest, boun
 	return send(&pb.WriteAck{Done: true})
 }
 
-// checkFileRef verifies that a file reference lies within its file.
-func checkFileRef(f *pb.FileRef) error {
-	st, err := os.Stat(f.Path)
-	if err != nil {
-		return fmt.Errorf("file reference: %w", err)
+// fileSizes holds the sizes of the files the references of one message
+// name, so that a message of many tensors of one file stats it once.
+type fileSizes map[string]int64
+
+// check verifies that a file reference lies within its file, stating the
+// file unless fs has its size (a nil fs states it every time).
+func (fs fileSizes) check(f *pb.FileRef) error {
+	size, ok := fs[f.Path]
+	if !ok {
+		st, err := os.Stat(f.Path)
+		if err != nil {
+			return fmt.Errorf("file reference: %w", err)
+		}
+		size = st.Size()
+		if fs != nil {
+			fs[f.Path] = size
+		}
 	}
 	end, ok := addU64(f.Offset, f.Length)
-	if !ok || end > uint64(st.Size()) {
-		return fmt.Errorf("file reference [%d, +%d) lies past the end of %s (%d bytes)", f.Offset, f.Length, f.Path, st.Size())
+	if !ok || end > uint64(size) {
+		return fmt.Errorf("file reference [%d, +%d) lies past the end of %s (%d bytes)", f.Offset, f.Length, f.Path, size)
 	}
 	return nil
 }

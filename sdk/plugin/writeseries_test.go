@@ -633,3 +633,42 @@ func TestLargeFileWritesAreNotGathered(t *testing.T) {
 		t.Errorf("WriteFiles messages %v and %d series for one large tensor, want none and 1", got, count.count("WriteSeries"))
 	}
 }
+
+// The references of one message to one file are checked against its size,
+// which is read once: one past the end fails, naming the file, after those
+// before it were written.
+func TestWriteFilesChecksEveryReferenceOfAFile(t *testing.T) {
+	c, sk, rec, _ := seriesSink(t)
+	file := filepath.Join(t.TempDir(), "refs")
+	if err := os.WriteFile(file, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(name string, off, n uint64) *pb.WriteStart {
+		return &pb.WriteStart{Session: sk.session, Tensor: name, Size: n, File: &pb.FileRef{Path: file, Offset: off, Length: n}}
+	}
+	stream := openSeries(t, c)
+	files := &pb.WriteFiles{Tensors: []*pb.WriteStart{ref("a", 0, 4), ref("b", 4, 6), ref("c", 8, 4)}}
+	if err := stream.Send(&pb.WriteRequest{Msg: &pb.WriteRequest_Files{Files: files}}); err != nil {
+		t.Fatal(err)
+	}
+	var written uint32
+	for {
+		ack, err := stream.Recv()
+		if err != nil {
+			if !strings.Contains(err.Error(), "lies past the end of "+file) {
+				t.Errorf("the stream ended with %v, want the reference past the file's end named", err)
+			}
+			break
+		}
+		if ack.Done {
+			t.Fatal("a reference past the file's end was confirmed")
+		}
+		written = ack.Written
+	}
+	if written != 2 || string(rec.got["a"]) != "0123" || string(rec.got["b"]) != "456789" {
+		t.Errorf("%d written before the bad one, a = %q, b = %q", written, rec.got["a"], rec.got["b"])
+	}
+	if _, ok := rec.got["c"]; ok {
+		t.Error("the reference past the file's end was written")
+	}
+}
