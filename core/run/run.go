@@ -215,9 +215,8 @@ func (r *runner) file(p string) (*os.File, error) {
 // messages. Copies hold no memory of the run's and no core; conversions
 // hold a slot per node of the arena while they convert, and their output,
 // in a piece of a slot shared with others (runOneChunk), until it is
-// written. Small, so that
-// a sink that buffers what it is given holds at most maxCopies × smallCopy
-// bytes for them.
+// written. Small, so that a sink that buffers what it is given holds at
+// most maxCopies × smallCopy bytes for them.
 const (
 	maxCopies = 64
 	smallCopy = 256 << 10
@@ -309,7 +308,7 @@ func isSmallCopy(t *plan.Tree) bool {
 
 // isSmallStream reports whether a tree converts a tensor of at most
 // smallCopy bytes in one chunk for sinks that all gather such writes: the
-// converted bytes whole in a slot (plugin.DataWriteGatherer), and the
+// converted bytes whole in one chunk (plugin.DataWriteGatherer), and the
 // source's file reference for a leaf at the root of a tensor that has one.
 func isSmallStream(t *plan.Tree, slot uint64) bool {
 	if t.Tensor.Size > smallCopy || len(t.Root.Children) == 0 {
@@ -323,21 +322,7 @@ func isSmallStream(t *plan.Tree, slot uint64) bool {
 			return false
 		}
 	}
-	var gathered func(n *plan.Node) bool
-	gathered = func(n *plan.Node) bool {
-		for _, c := range n.Children {
-			for _, l := range c.Leaves {
-				if !plugin.GathersDataWrites(l.Sink.Sink) {
-					return false
-				}
-			}
-			if !gathered(c) {
-				return false
-			}
-		}
-		return true
-	}
-	return gathered(t.Root)
+	return belowLeaves(t.Root, func(_ *plan.Node, l plan.Leaf) bool { return plugin.GathersDataWrites(l.Sink.Sink) })
 }
 
 // writeFileLeaf hands leaf the file reference of its tree's tensor.
@@ -630,17 +615,27 @@ func feedsOf(t *plan.Tree, rootLeaves []plan.Leaf) []*leafFeed {
 	for _, l := range rootLeaves {
 		out = append(out, &leafFeed{leaf: l, node: t.Root, ch: make(chan *plugin.Chunk, 2)})
 	}
-	var walk func(n *plan.Node)
-	walk = func(n *plan.Node) {
-		for _, c := range n.Children {
-			for _, l := range c.Leaves {
-				out = append(out, &leafFeed{leaf: l, node: c, ch: make(chan *plugin.Chunk, 2)})
+	belowLeaves(t.Root, func(n *plan.Node, l plan.Leaf) bool {
+		out = append(out, &leafFeed{leaf: l, node: n, ch: make(chan *plugin.Chunk, 2)})
+		return true
+	})
+	return out
+}
+
+// belowLeaves calls f with every leaf of every node below n, and its node,
+// until f returns false; it reports whether f never did.
+func belowLeaves(n *plan.Node, f func(*plan.Node, plan.Leaf) bool) bool {
+	for _, c := range n.Children {
+		for _, l := range c.Leaves {
+			if !f(c, l) {
+				return false
 			}
-			walk(c)
+		}
+		if !belowLeaves(c, f) {
+			return false
 		}
 	}
-	walk(t.Root)
-	return out
+	return true
 }
 
 // oneChunkFeed returns the only leaf of a small tree (at most smallCopy
@@ -652,23 +647,23 @@ func oneChunkFeed(t *plan.Tree, lay layout, slots int) (*leafFeed, bool) {
 	if lay.chunk == 0 || t.Tensor.Size == 0 || t.Tensor.Size > smallCopy || t.Tensor.Size > lay.chunk || 1+lay.nodes > slots {
 		return nil, false
 	}
+	if len(t.Root.Leaves) > 0 {
+		// A leaf at the root of a file takes its reference; of a tensor
+		// without one it must be the only leaf.
+		if len(t.Root.Leaves) > 1 || t.Tensor.Location != nil || len(t.Root.Children) > 0 {
+			return nil, false
+		}
+		return &leafFeed{leaf: t.Root.Leaves[0], node: t.Root}, true
+	}
 	var found *leafFeed
-	count := 0
-	var walk func(n *plan.Node)
-	walk = func(n *plan.Node) {
-		for _, l := range n.Leaves {
-			count++
-			found = &leafFeed{leaf: l, node: n}
+	only := belowLeaves(t.Root, func(n *plan.Node, l plan.Leaf) bool {
+		if found != nil {
+			return false
 		}
-		for _, c := range n.Children {
-			walk(c)
-		}
-	}
-	walk(t.Root)
-	if count != 1 || found.node == t.Root && t.Tensor.Location != nil {
-		return nil, false // a leaf at the root of a file takes its reference
-	}
-	return found, true
+		found = &leafFeed{leaf: l, node: n}
+		return true
+	})
+	return found, only && found != nil
 }
 
 // runOneChunk runs a tree whose tensor is one chunk and which has one leaf

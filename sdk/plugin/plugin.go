@@ -70,9 +70,10 @@ func GathersFileWrites(s Sink) bool {
 // DataWriteGatherer is implemented by a Sink that gathers, likewise,
 // concurrent writes of small tensors whose bytes lie whole in one chunk:
 // tensors the core converted (protocol 1.4's WriteStart.data), in a slot of
-// the host's arena or, up to GatherInlineBelow bytes, on the heap. The core
-// then runs more small trees at once for it, and moves their small outputs
-// to the heap so that their slots need not wait for the writes.
+// the host's arena (or a piece of one, Pieces) or, up to GatherInlineBelow
+// bytes, on the heap. The core then runs more small trees at once for it,
+// and moves their small outputs to pieces of shared slots so that their own
+// slots need not wait for the writes.
 type DataWriteGatherer interface {
 	// GathersDataWrites reports whether the sink gathers them.
 	GathersDataWrites() bool

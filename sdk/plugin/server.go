@@ -547,8 +547,8 @@ func (s sinkServer) writeTensor(stream writeStream, first *pb.WriteRequest, boun
 // name, so that a message of many tensors of one file stats it once.
 type fileSizes map[string]int64
 
-// check verifies that a file reference lies within its file, stating the
-// file unless fs has its size (a nil fs states it every time).
+// check verifies that a file reference lies within its file, whose size it
+// reads unless fs holds it (a nil fs holds none).
 func (fs fileSizes) check(f *pb.FileRef) error {
 	size, ok := fs[f.Path]
 	if !ok {

@@ -106,22 +106,21 @@ func (l *writeLanes) close(ctx context.Context) {
 // A sink session's writes of small tensors go out several to a WriteFiles
 // message (protocol 1.3): tensors whose bytes lie in files, and, to a
 // plugin that takes them (1.4), tensors the host made whose bytes lie whole
-// in one arena slot. They are gathered the way a group commit gathers
+// in one chunk (a slot, a piece of one, or inline). They are gathered the way a group commit gathers
 // transactions: a write that finds fewer than maxBatches messages in flight
 // sends one at once, of itself and of every write waiting, and goes on
 // sending while writes wait; the others wait for it. No write waits for a
 // timer, and when writes come one at a time each goes alone. maxBatch
-// bounds a message (a start is a name and a path or a slot).
+// bounds a message, and maxBatchInline the bytes it carries inline.
 //
 // Only tensors of at most gatherBelow bytes are gathered: the plugin writes
 // a message's tensors one after another, and copies of larger tensors gain
 // from going on at once (into the files of different shards) more than they
 // lose to a message each.
 const (
-	maxBatches  = 2
-	maxBatch    = 256
-	gatherBelow = 1 << 20
-	// maxBatchInline bounds the bytes a message carries inline.
+	maxBatches     = 2
+	maxBatch       = 256
+	gatherBelow    = 1 << 20
 	maxBatchInline = 8 << 20
 )
 
@@ -140,8 +139,9 @@ type writeBatches struct {
 // batchedWrite is one tensor's write waiting in writeBatches.
 type batchedWrite struct {
 	start *pb.WriteStart
-	// chunk holds the tensor's bytes when start.Data names its slot; the
-	// write releases it once the plugin is done with the slot.
+	// chunk holds the tensor's bytes when start.Data carries them (in its
+	// slot, or inline); the write releases it once the message's outcome is
+	// known.
 	chunk *Chunk
 	done  chan error // the tensor's outcome, sent once
 }
