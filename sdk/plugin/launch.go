@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +55,9 @@ type Client struct {
 	exitLog  *tail
 	label    string
 	hangOnce sync.Once
+	// hung is the hang the host stopped the plugin for; errors of other
+	// calls and streams the kill ends report it, not a crash.
+	hung atomic.Pointer[HangError]
 }
 
 // Launch starts a plugin process, performs the handshake (gRPC only, with
@@ -140,6 +144,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 func (c *Client) stopHung(he *HangError) {
 	he.Label = c.label
 	he.Stderr = c.stderr.lines()
+	c.hung.CompareAndSwap(nil, he)
 	c.hangOnce.Do(func() {
 		if pid := c.Pid(); pid > 0 {
 			if p, err := os.FindProcess(pid); err == nil {
@@ -150,8 +155,13 @@ func (c *Client) stopHung(he *HangError) {
 	})
 }
 
-// explain adds what is known about a crash to an error from the plugin.
+// explain adds what is known about a crash to an error from the plugin. A
+// plugin the host stopped because it hung did not crash: every call and
+// stream the kill ended reports the hang, whichever reaches the run first.
 func (c *Client) explain(err error) error {
+	if he := c.hung.Load(); he != nil {
+		return he
+	}
 	if errors.Is(err, ErrPluginExited) || c.gp.Exited() {
 		// Give the process a moment to be reaped and its stderr drained.
 		for i := 0; i < 20 && !c.gp.Exited(); i++ {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -259,5 +260,32 @@ func TestAnotherPluginsHangIsNotThisOnes(t *testing.T) {
 	var he *HangError
 	if err == nil || (errors.As(err, &he) && he == other) || hangs.Load() != 0 || other.Label != `plugin "other"` {
 		t.Errorf("got %v with %d hangs; the other plugin's hang was taken for this one's", err, hangs.Load())
+	}
+}
+
+// TestCallsEndedByAHangReportTheHang is a regression test: when the host
+// stopped a hung plugin, another stream the kill ended could reach the run
+// first and report a crash ("signal: killed"), hiding why the plugin was
+// stopped and what it was waiting for.
+func TestCallsEndedByAHangReportTheHang(t *testing.T) {
+	c, err := Launch(LaunchConfig{Cmd: servingCmd(""), Label: "plugin gen", StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hang := &HangError{Op: `tensor "w" to be written`, Timeout: time.Second}
+	c.stopHung(hang)
+	for end := time.Now().Add(10 * time.Second); !c.gp.Exited(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the hung plugin was not killed")
+		}
+	}
+	_, err = c.OpenSource(context.Background(), "gen", MustConfig(map[string]any{}))
+	var he *HangError
+	if !errors.As(err, &he) || he != hang {
+		t.Fatalf("a call the kill ended reports %v, want the hang", err)
+	}
+	if he.Label != "plugin gen" || !strings.Contains(err.Error(), `made no progress for 1s waiting for tensor "w" to be written`) {
+		t.Errorf("the hang names %q: %v", he.Label, err)
 	}
 }
