@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
+
+	"github.com/sluice-ml/sluice/internal/linediff"
 )
 
 type fmtFlags struct {
@@ -100,7 +102,7 @@ func (a *app) runFmt(stdinR io.Reader, args []string, ff fmtFlags) error {
 			unformatted++
 		}
 		if ff.diff && changed {
-			writeUnifiedDiff(a.stdout, "<stdin>", src, out)
+			linediff.Unified(a.stdout, "<stdin>", src, out)
 		}
 		if !ff.check && !ff.diff {
 			a.stdout.Write(out)
@@ -134,7 +136,7 @@ func (a *app) runFmt(stdinR io.Reader, args []string, ff fmtFlags) error {
 			a.stdout.Write(out)
 		}
 		if ff.diff {
-			writeUnifiedDiff(a.stdout, p, src, out)
+			linediff.Unified(a.stdout, p, src, out)
 		}
 	}
 	switch {
@@ -205,124 +207,4 @@ func writeKeepingMode(p string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), p)
-}
-
-// writeUnifiedDiff prints a unified diff (3 lines of context) of two texts.
-func writeUnifiedDiff(w io.Writer, name string, a, b []byte) {
-	la, lb := splitLines(a), splitLines(b)
-	ops := diffLines(la, lb)
-	fmt.Fprintf(w, "--- old/%s\n+++ new/%s\n", name, name)
-	const context = 3
-	// Group the edit script into hunks.
-	for i := 0; i < len(ops); {
-		if ops[i].kind == ' ' {
-			i++
-			continue
-		}
-		start := max(i-context, 0)
-		end := i
-		for end < len(ops) {
-			if ops[end].kind != ' ' {
-				end++
-				continue
-			}
-			run := end
-			for run < len(ops) && ops[run].kind == ' ' {
-				run++
-			}
-			if run-end > 2*context || run == len(ops) {
-				end = min(end+context, len(ops))
-				break
-			}
-			end = run
-		}
-		oa, ob := ops[start].ai, ops[start].bi
-		na, nb := 0, 0
-		for _, op := range ops[start:end] {
-			if op.kind != '+' {
-				na++
-			}
-			if op.kind != '-' {
-				nb++
-			}
-		}
-		fmt.Fprintf(w, "@@ -%d,%d +%d,%d @@\n", oa+1, na, ob+1, nb)
-		for _, op := range ops[start:end] {
-			fmt.Fprintf(w, "%c%s\n", op.kind, op.text)
-		}
-		i = end
-	}
-}
-
-func splitLines(b []byte) []string {
-	s := strings.TrimSuffix(string(b), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
-
-type diffOp struct {
-	kind   byte // ' ', '-', '+'
-	text   string
-	ai, bi int // line indexes in a and b where the op applies
-}
-
-// diffLines computes an edit script by the longest common subsequence,
-// after trimming the common head and tail.
-func diffLines(a, b []string) []diffOp {
-	var ops []diffOp
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		ops = append(ops, diffOp{' ', a[pre], pre, pre})
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	if len(ma)*len(mb) > 4_000_000 {
-		for i, s := range ma {
-			ops = append(ops, diffOp{'-', s, pre + i, pre})
-		}
-		for j, s := range mb {
-			ops = append(ops, diffOp{'+', s, pre + len(ma), pre + j})
-		}
-	} else {
-		// lcs[i][j] is the LCS length of ma[i:] and mb[j:].
-		lcs := make([][]int, len(ma)+1)
-		for i := range lcs {
-			lcs[i] = make([]int, len(mb)+1)
-		}
-		for i := len(ma) - 1; i >= 0; i-- {
-			for j := len(mb) - 1; j >= 0; j-- {
-				if ma[i] == mb[j] {
-					lcs[i][j] = lcs[i+1][j+1] + 1
-				} else {
-					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-				}
-			}
-		}
-		i, j := 0, 0
-		for i < len(ma) || j < len(mb) {
-			switch {
-			case i < len(ma) && j < len(mb) && ma[i] == mb[j]:
-				ops = append(ops, diffOp{' ', ma[i], pre + i, pre + j})
-				i++
-				j++
-			case i < len(ma) && (j == len(mb) || lcs[i+1][j] >= lcs[i][j+1]):
-				ops = append(ops, diffOp{'-', ma[i], pre + i, pre + j})
-				i++
-			default:
-				ops = append(ops, diffOp{'+', mb[j], pre + i, pre + j})
-				j++
-			}
-		}
-	}
-	for k := 0; k < suf; k++ {
-		ia, ib := len(a)-suf+k, len(b)-suf+k
-		ops = append(ops, diffOp{' ', a[ia], ia, ib})
-	}
-	return ops
 }

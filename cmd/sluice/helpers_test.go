@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-ml/sluice/internal/linediff"
 	"github.com/sluice-ml/sluice/internal/sample"
 )
 
@@ -190,7 +191,7 @@ var versionRE = regexp.MustCompile(`"sluice [0-9][^"]*"`)
 // lineDiff shows the first lines that differ.
 func lineDiff(want, got string) string {
 	var b bytes.Buffer
-	writeUnifiedDiff(&b, "golden", []byte(want), []byte(got))
+	linediff.Unified(&b, "golden", []byte(want), []byte(got))
 	s := b.String()
 	if len(s) > 4000 {
 		s = s[:4000] + "\n…"

@@ -163,9 +163,8 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// readMessages reads --messages: a JSON list of messages or an object with
-// messages and other inputs. JSON objects keep their key order (tojson
-// shows it).
+// readMessages reads --messages, "-" for stdin: a JSON list of messages or
+// an object with messages and other inputs (chattemplate.ParseInput).
 func readMessages(stdin io.Reader, file string) (*chattemplate.Input, error) {
 	var b []byte
 	var err error
@@ -177,52 +176,9 @@ func readMessages(stdin io.Reader, file string) (*chattemplate.Input, error) {
 	if err != nil {
 		return nil, configErr(fmt.Errorf("--messages: %w", err))
 	}
-	v, err := chattemplate.ParseJSON(b)
+	in, err := chattemplate.ParseInput(b)
 	if err != nil {
 		return nil, configErr(fmt.Errorf("--messages %s: %v", file, err))
-	}
-	in := &chattemplate.Input{}
-	switch x := v.(type) {
-	case []any:
-		in.Messages = x
-	case *chattemplate.Object:
-		for _, k := range x.Keys() {
-			val, _ := x.Get(k)
-			switch k {
-			case "messages":
-				l, ok := val.([]any)
-				if !ok {
-					return nil, configErr(fmt.Errorf("--messages %s: \"messages\" is not a list", file))
-				}
-				in.Messages = l
-			case "tools", "documents":
-				l, ok := val.([]any)
-				if !ok && val != nil {
-					return nil, configErr(fmt.Errorf("--messages %s: %q is not a list", file, k))
-				}
-				if k == "tools" {
-					in.Tools = l
-				} else {
-					in.Documents = l
-				}
-			case "add_generation_prompt":
-				bv, ok := val.(bool)
-				if !ok {
-					return nil, configErr(fmt.Errorf("--messages %s: \"add_generation_prompt\" is not a boolean", file))
-				}
-				in.AddGenerationPrompt = bv
-			default:
-				if in.Vars == nil {
-					in.Vars = map[string]any{}
-				}
-				in.Vars[k] = val
-			}
-		}
-		if in.Messages == nil {
-			return nil, configErr(fmt.Errorf("--messages %s: the object has no \"messages\" list", file))
-		}
-	default:
-		return nil, configErr(fmt.Errorf("--messages %s: want a JSON list of messages or an object with \"messages\"", file))
 	}
 	return in, nil
 }

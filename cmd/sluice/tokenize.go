@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,9 +200,9 @@ and the decoded text is printed; --skip-special leaves special tokens out.`,
 				return err
 			}
 			if decode {
-				ids, err := parseIDs(text)
+				ids, err := tokenizer.ParseIDs(text)
 				if err != nil {
-					return configErr(err)
+					return configErr(fmt.Errorf("--decode: %w", err))
 				}
 				out := tok.Decode(ids, skipSpecial)
 				if a.json {
@@ -287,27 +286,6 @@ func nonNilIDs(ids []int32) []int32 {
 		return []int32{}
 	}
 	return ids
-}
-
-// parseIDs reads token ids written as a JSON array or separated by spaces
-// or commas.
-func parseIDs(s string) ([]int32, error) {
-	s = strings.TrimSpace(s)
-	var ids []int32
-	if strings.HasPrefix(s, "[") {
-		if err := json.Unmarshal([]byte(s), &ids); err != nil {
-			return nil, fmt.Errorf("--decode: %q is not a JSON array of token ids: %v", s, err)
-		}
-		return ids, nil
-	}
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == '\t' }) {
-		n, err := strconv.ParseInt(f, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("--decode: %q is not a token id", f)
-		}
-		ids = append(ids, int32(n))
-	}
-	return ids, nil
 }
 
 // aprVocabulary is the key under which aprender's APR metadata holds a

@@ -357,3 +357,58 @@ func pythonFloat(f float64) string {
 	}
 	return s
 }
+
+// ParseInput decodes the JSON of a conversation to render: a list of
+// messages, or an object with "messages" and other inputs ("tools",
+// "documents", "add_generation_prompt"; any other key becomes one of Vars,
+// such as "enable_thinking"). Objects keep their key order (see ParseJSON).
+func ParseInput(data []byte) (*Input, error) {
+	v, err := ParseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	in := &Input{}
+	switch x := v.(type) {
+	case []any:
+		in.Messages = x
+	case *Object:
+		for _, k := range x.Keys() {
+			val, _ := x.Get(k)
+			switch k {
+			case "messages":
+				l, ok := val.([]any)
+				if !ok {
+					return nil, errors.New(`"messages" is not a list`)
+				}
+				in.Messages = l
+			case "tools", "documents":
+				l, ok := val.([]any)
+				if !ok && val != nil {
+					return nil, fmt.Errorf("%q is not a list", k)
+				}
+				if k == "tools" {
+					in.Tools = l
+				} else {
+					in.Documents = l
+				}
+			case "add_generation_prompt":
+				bv, ok := val.(bool)
+				if !ok {
+					return nil, errors.New(`"add_generation_prompt" is not a boolean`)
+				}
+				in.AddGenerationPrompt = bv
+			default:
+				if in.Vars == nil {
+					in.Vars = map[string]any{}
+				}
+				in.Vars[k] = val
+			}
+		}
+		if in.Messages == nil {
+			return nil, errors.New(`the object has no "messages" list`)
+		}
+	default:
+		return nil, errors.New(`want a JSON list of messages or an object with "messages"`)
+	}
+	return in, nil
+}
