@@ -890,6 +890,7 @@ func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, 
 			return err
 		}
 		dst.Data = dst.Data[:units*outUnit]
+		dst.Prefault(len(dst.Data))
 		dst.Offset = in.Offset / inUnit * outUnit
 		if err := r.cpu.Acquire(ctx, rank); err != nil {
 			dst.Release()
@@ -1003,6 +1004,7 @@ func (r *runner) runWhole(ctx context.Context, t *plan.Tree, rootLeaves []plan.L
 				if err != nil {
 					return err
 				}
+				c.Prefault(len(buf) - off)
 				n := copy(c.Data, buf[off:])
 				c.Data = c.Data[:n]
 				c.Offset = uint64(off)

@@ -24,6 +24,9 @@ type Arena struct {
 	mem      []byte
 	slotSize int
 	slots    int
+	// resident holds, for each slot, how many of its first bytes this
+	// process has made resident (prefault).
+	resident []atomic.Int64
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -66,9 +69,41 @@ func MapArena(f *os.File, slots, slotSize int) (*Arena, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mapping shared arena: %w", err)
 	}
-	a := &Arena{file: f, mem: mem, slotSize: slotSize, slots: slots}
+	a := &Arena{file: f, mem: mem, slotSize: slotSize, slots: slots, resident: make([]atomic.Int64, slots)}
 	a.cond = sync.NewCond(&a.mu)
 	return a, nil
+}
+
+// prefaultStep is the granularity of prefault: a slot's pages are made
+// resident up to the next multiple of it past what is needed, so that a
+// slot filled a little at a time (Pieces) costs few system calls.
+const prefaultStep = 64 << 10
+
+// prefault makes the first n bytes of slot i resident in this process's
+// mapping before they are filled or read, in one system call rather than a
+// page fault per page. Each process maps the arena on its own, so each pays
+// for the first touch of every page it uses, however often the slot is
+// then reused; on a virtual machine a page fault costs about as much as
+// copying the page many times over (a 192 MiB arena: 0.5 s of faults, half
+// that made resident at once). It does nothing past what was made resident
+// before, and never changes the bytes.
+func (a *Arena) prefault(i uint32, n int) {
+	if int(i) >= a.slots {
+		return
+	}
+	r := &a.resident[i]
+	for {
+		done := r.Load()
+		if int64(n) <= done {
+			return
+		}
+		end := min((int64(n)+prefaultStep-1)/prefaultStep*prefaultStep, int64(a.slotSize))
+		if r.CompareAndSwap(done, end) {
+			off := int64(i) * int64(a.slotSize)
+			_ = populate(a.mem[off+done : off+end]) // on failure, pages fault in as before
+			return
+		}
+	}
 }
 
 // File returns the arena's file, to pass to a plugin process.
@@ -287,6 +322,20 @@ func (c *Chunk) Slot() (*Arena, uint32, bool) {
 		return nil, 0, false
 	}
 	return c.arena, uint32(c.slot), true
+}
+
+// Prefault makes the first n bytes of the chunk's memory resident before
+// they are filled, when the chunk lives in an arena slot (whole, or a piece
+// of one): in one system call, where touching each page costs a page fault.
+// Call it with the length about to be written or read. It changes no bytes
+// and does nothing for heap chunks or for bytes made resident before.
+func (c *Chunk) Prefault(n int) {
+	switch {
+	case c.share != nil:
+		c.share.pool.arena.prefault(c.share.slot, c.shareOff+n)
+	case c.slot >= 0 && c.arena != nil:
+		c.arena.prefault(uint32(c.slot), n)
+	}
 }
 
 // Retain adds a holder; each holder calls Release once.

@@ -77,6 +77,7 @@ func (p *poolReader) NextChunk(ctx context.Context) (*Chunk, error) {
 		n = p.left
 	}
 	c.Data = c.Data[:n]
+	c.Prefault(int(n))
 	if _, err := io.ReadFull(p.r, c.Data); err != nil {
 		c.Release()
 		if err == io.EOF || err == io.ErrUnexpectedEOF {

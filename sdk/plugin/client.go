@@ -257,6 +257,7 @@ func (r *remoteReader) NextChunk(ctx context.Context) (*Chunk, error) {
 			return nil, fmt.Errorf("plugin %s sent a chunk of %d bytes in a slot of %d", r.c.info.Name, msg.Length, cap(c.Data))
 		}
 		c.Data = c.Data[:msg.Length]
+		c.Prefault(len(c.Data)) // the plugin filled it; we read it next
 		c.Offset = msg.Offset
 		return c, nil
 	case *pb.Chunk_Inline:
@@ -274,6 +275,7 @@ func (r *remoteReader) NextChunk(ctx context.Context) (*Chunk, error) {
 			c.Release()
 			return nil, fmt.Errorf("plugin %s sent an inline chunk larger than a slot", r.c.info.Name)
 		}
+		c.Prefault(len(p.Inline))
 		c.Data = c.Data[:copy(c.Data[:cap(c.Data)], p.Inline)]
 		c.Offset = msg.Offset
 		return c, nil

@@ -80,6 +80,7 @@ func (s *sharedSlot) cut(n int) *Chunk {
 	s.refs++
 	c := &Chunk{Data: s.whole.Data[off : off+n : off+n], slot: -1, share: s, shareOff: off, onRelease: s.unref}
 	c.refs.Store(1)
+	c.Prefault(n)
 	return c
 }
 

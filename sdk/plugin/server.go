@@ -250,6 +250,7 @@ func (s sourceServer) readIntoSlots(stream pb.Source_ReadServer, r io.Reader, in
 		if length > info.Size-off {
 			length = info.Size - off
 		}
+		s.arena.prefault(slot, int(length))
 		if _, err := io.ReadFull(r, mem[:length]); err != nil {
 			return readErr(info, off, err)
 		}
@@ -463,9 +464,11 @@ func (s sinkServer) writeWhole(ctx context.Context, start *pb.WriteStart) error 
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", start.Tensor, err)
 		}
-		if end, ok := addU64(c.SlotOffset, c.Length); !ok || end > uint64(len(slot)) {
+		end, ok := addU64(c.SlotOffset, c.Length)
+		if !ok || end > uint64(len(slot)) {
 			return fmt.Errorf("tensor %q: %d bytes at byte %d of a slot of %d", start.Tensor, c.Length, c.SlotOffset, len(slot))
 		}
+		s.arena.prefault(p.Slot, int(end))
 		mem = slot[c.SlotOffset:]
 	default:
 		return fmt.Errorf("tensor %q: data without payload", start.Tensor)
@@ -633,6 +636,7 @@ func (s *streamChunks) NextChunk(ctx context.Context) (*Chunk, error) {
 		if c.Length > uint64(len(mem)) {
 			return nil, fmt.Errorf("write stream: chunk of %d bytes in a slot of %d", c.Length, len(mem))
 		}
+		s.arena.prefault(p.Slot, int(c.Length))
 		slot := p.Slot
 		return NewChunk(mem[:c.Length], c.Offset, func() { s.send(&pb.WriteAck{Slot: slot, HasSlot: true}) }), nil
 	}
