@@ -563,6 +563,17 @@ func (s *remoteSink) sendChunks(ctx context.Context, stream writeClientStream, d
 			if err != nil {
 				return off, err
 			}
+			if len(c.Data) == 0 {
+				// A plugin source gives a tensor of 0 bytes as one empty
+				// chunk; a series has no chunk for it, and one sent would
+				// be taken for the next tensor's start.
+				c.Release()
+				continue
+			}
+			if off+uint64(len(c.Data)) > data.Size() {
+				c.Release()
+				return off, fmt.Errorf("the tensor's data runs past its %d bytes", data.Size())
+			}
 			arena, slot, inArena := c.Slot()
 			if inArena && arena == s.c.arena {
 				mu.Lock()

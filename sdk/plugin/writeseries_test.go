@@ -672,3 +672,91 @@ func TestWriteFilesChecksEveryReferenceOfAFile(t *testing.T) {
 		t.Error("the reference past the file's end was written")
 	}
 }
+
+// oneChunk yields a chunk and then io.EOF, as a plugin source's reader does
+// (it is not SingleChunk, which a write may gather whole).
+type oneChunk struct{ c *Chunk }
+
+func (o *oneChunk) NextChunk(context.Context) (*Chunk, error) {
+	c := o.c
+	if c == nil {
+		return nil, io.EOF
+	}
+	o.c = nil
+	return c, nil
+}
+
+func (o *oneChunk) Close() error {
+	if o.c != nil {
+		o.c.Release()
+	}
+	return nil
+}
+
+// TestWriteSeriesEmptyTensorFromASlot is a regression test: a plugin
+// source gives a tensor of 0 bytes as one empty chunk in an arena slot, and
+// the host passed it on to a sink's series, where a 0-byte tensor has no
+// chunk. The plugin took that chunk for the next tensor's first message
+// ("write stream must begin with a start message"), which failed the next
+// write on the lane; a CI run of a damaged PyTorch file hit it.
+func TestWriteSeriesEmptyTensorFromASlot(t *testing.T) {
+	arena := testArena(t, true)
+	_, sk, rec, count := arenaSeriesSink(t, arena)
+	ctx := context.Background()
+	pool, err := arena.Reserve(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for i := range 3 {
+		c, err := pool.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Data = c.Data[:0]
+		if err := sk.Write(ctx, fmt.Sprint("empty", i), NewChunkData(ctx, 0, &oneChunk{c}, nil)); err != nil {
+			t.Fatalf("the empty tensor: %v", err)
+		}
+		after := fmt.Sprint("after", i)
+		if err := sk.Write(ctx, after, BytesData([]byte(after))); err != nil {
+			t.Fatalf("the tensor after the empty one: %v", err)
+		}
+		if got := string(rec.got[after]); got != after {
+			t.Errorf("%s: %q", after, got)
+		}
+	}
+	if n := count.count("WriteSeries"); n != 1 {
+		t.Errorf("%d lanes, want 1", n)
+	}
+	if free := arena.Free(); free != arena.Slots()-2 {
+		t.Errorf("%d slots free, want all but the pool's 2", free)
+	}
+}
+
+// A tensor whose chunks hold more bytes than its size is refused before
+// the excess is sent, and the next write goes on.
+func TestWriteSeriesRefusesDataPastTheSize(t *testing.T) {
+	arena := testArena(t, true)
+	_, sk, rec, _ := arenaSeriesSink(t, arena)
+	ctx := context.Background()
+	pool, err := arena.Reserve(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c, err := pool.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Data = c.Data[:copy(c.Data, "five!")]
+	err = sk.Write(ctx, "long", NewChunkData(ctx, 3, &oneChunk{c}, nil))
+	if err == nil || !strings.Contains(err.Error(), "runs past its 3 bytes") {
+		t.Errorf("a tensor of 3 bytes given 5: %v", err)
+	}
+	if err := sk.Write(ctx, "next", BytesData([]byte("next"))); err != nil || string(rec.got["next"]) != "next" {
+		t.Errorf("the write after: %v, %q", err, rec.got["next"])
+	}
+	if _, ok := rec.got["long"]; ok {
+		t.Error("the long tensor was written")
+	}
+}
