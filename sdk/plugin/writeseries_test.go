@@ -693,6 +693,32 @@ func (o *oneChunk) Close() error {
 	return nil
 }
 
+// slotSeries is arenaSeriesSink over a new arena, with a pool of n of its
+// slots for the tests' chunks.
+func slotSeries(t *testing.T, n int) (*remoteSink, *recordSink, *streamCount, *Pool) {
+	t.Helper()
+	arena := testArena(t, true)
+	_, sk, rec, count := arenaSeriesSink(t, arena)
+	pool, err := arena.Reserve(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return sk, rec, count, pool
+}
+
+// chunkInSlot returns b in a slot of pool, taken as a plugin source's
+// reader takes one (Get).
+func chunkInSlot(t *testing.T, pool *Pool, b []byte) *Chunk {
+	t.Helper()
+	c, err := pool.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Data = c.Data[:copy(c.Data, b)]
+	return c
+}
+
 // TestWriteSeriesEmptyTensorFromASlot is a regression test: a plugin
 // source gives a tensor of 0 bytes as one empty chunk in an arena slot, and
 // the host passed it on to a sink's series, where a 0-byte tensor has no
@@ -700,20 +726,10 @@ func (o *oneChunk) Close() error {
 // ("write stream must begin with a start message"), which failed the next
 // write on the lane; a CI run of a damaged PyTorch file hit it.
 func TestWriteSeriesEmptyTensorFromASlot(t *testing.T) {
-	arena := testArena(t, true)
-	_, sk, rec, count := arenaSeriesSink(t, arena)
+	sk, rec, count, pool := slotSeries(t, 2)
 	ctx := context.Background()
-	pool, err := arena.Reserve(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	for i := range 3 {
-		c, err := pool.Get(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Data = c.Data[:0]
+		c := chunkInSlot(t, pool, nil)
 		if err := sk.Write(ctx, fmt.Sprint("empty", i), NewChunkData(ctx, 0, &oneChunk{c}, nil)); err != nil {
 			t.Fatalf("the empty tensor: %v", err)
 		}
@@ -728,28 +744,18 @@ func TestWriteSeriesEmptyTensorFromASlot(t *testing.T) {
 	if n := count.count("WriteSeries"); n != 1 {
 		t.Errorf("%d lanes, want 1", n)
 	}
-	if free := arena.Free(); free != arena.Slots()-2 {
-		t.Errorf("%d slots free, want all but the pool's 2", free)
+	if a := pool.Arena(); a.Free() != a.Slots()-2 {
+		t.Errorf("%d slots free, want all but the pool's 2", a.Free())
 	}
 }
 
 // A tensor whose chunks hold more bytes than its size is refused before
 // the excess is sent, and the next write goes on.
 func TestWriteSeriesRefusesDataPastTheSize(t *testing.T) {
-	arena := testArena(t, true)
-	_, sk, rec, _ := arenaSeriesSink(t, arena)
+	sk, rec, _, pool := slotSeries(t, 1)
 	ctx := context.Background()
-	pool, err := arena.Reserve(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	c, err := pool.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Data = c.Data[:copy(c.Data, "five!")]
-	err = sk.Write(ctx, "long", NewChunkData(ctx, 3, &oneChunk{c}, nil))
+	c := chunkInSlot(t, pool, []byte("five!"))
+	err := sk.Write(ctx, "long", NewChunkData(ctx, 3, &oneChunk{c}, nil))
 	if err == nil || !strings.Contains(err.Error(), "runs past its 3 bytes") {
 		t.Errorf("a tensor of 3 bytes given 5: %v", err)
 	}
