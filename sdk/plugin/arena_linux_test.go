@@ -33,11 +33,7 @@ func TestPrefaultMakesSlotsResident(t *testing.T) {
 		t.Skipf("pages of %d bytes", unix.Getpagesize())
 	}
 	const slotSize = 4 * prefaultStep
-	a, err := NewArena(3, slotSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestArena(t, 3, slotSize)
 	slot1, _ := a.Slot(1)
 	if err := populate(slot1[:pageSize]); errors.Is(err, unix.EINVAL) {
 		t.Skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14); pages fault in as they are touched")

@@ -10,6 +10,18 @@ import (
 	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
+// newTestArena returns an arena of slots × slotSize bytes, closed when the
+// test ends.
+func newTestArena(t *testing.T, slots, slotSize int) *Arena {
+	t.Helper()
+	a, err := NewArena(slots, slotSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
 // reserveAsync starts a Reserve of n slots and returns where its pool (or
 // error) arrives.
 func reserveAsync(ctx context.Context, a *Arena, n int) chan any {
@@ -57,11 +69,7 @@ func granted(t *testing.T, ch chan any) *Pool {
 // need more slots finished last); a reservation that gives up lets the next
 // one through.
 func TestReserveGrantsInOrder(t *testing.T) {
-	a, err := NewArena(4, 1<<12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newTestArena(t, 4, 1<<12)
 	ctx := context.Background()
 	first, err := a.Reserve(ctx, 3)
 	if err != nil {

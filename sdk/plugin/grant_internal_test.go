@@ -35,11 +35,7 @@ func (s *endedReadStream) Recv() (*pb.Chunk, error) {
 // reader reported io.EOF, an empty tensor, before reading the chunk.)
 func TestGrantAfterThePluginEndedTheStream(t *testing.T) {
 	ctx := context.Background()
-	arena, err := NewArena(4, 1<<16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arena.Close()
+	arena := newTestArena(t, 4, 1<<16)
 	pool, err := arena.Reserve(ctx, 4)
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,7 @@ import (
 // are not slots to code that knows only slots, and give the slot back
 // when the last of them is released.
 func TestPiecesShareASlotAndGiveItBack(t *testing.T) {
-	arena, err := NewArena(4, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arena.Close()
+	arena := newTestArena(t, 4, 4096)
 	p := NewPieces(arena)
 	var got []*Chunk
 	for i := range 10 {
@@ -60,11 +56,7 @@ func TestPiecesShareASlotAndGiveItBack(t *testing.T) {
 // A full slot's pieces come from another slot; the full one goes back once
 // its pieces do.
 func TestPiecesMoveOnWhenASlotIsFull(t *testing.T) {
-	arena, err := NewArena(3, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arena.Close()
+	arena := newTestArena(t, 3, 1024)
 	p := NewPieces(arena)
 	first, _ := p.TryGet(1000)
 	second, ok := p.TryGet(100)
@@ -95,11 +87,7 @@ func TestPiecesMoveOnWhenASlotIsFull(t *testing.T) {
 // TryGet never waits: with no slot free, or a reservation waiting in line
 // for the slots, it reports false at once.
 func TestPiecesNeverWaitForTheArena(t *testing.T) {
-	arena, err := NewArena(2, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arena.Close()
+	arena := newTestArena(t, 2, 1024)
 	p := NewPieces(arena)
 	held, err := arena.Reserve(context.Background(), 2)
 	if err != nil {

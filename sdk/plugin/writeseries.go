@@ -106,10 +106,11 @@ func (l *writeLanes) close(ctx context.Context) {
 // A sink session's writes of small tensors go out several to a WriteFiles
 // message (protocol 1.3): tensors whose bytes lie in files, and, to a
 // plugin that takes them (1.4), tensors the host made whose bytes lie whole
-// in one chunk (a slot, a piece of one, or inline). They are gathered the way a group commit gathers
-// transactions: a write that finds fewer than maxBatches messages in flight
-// sends one at once, of itself and of every write waiting, and goes on
-// sending while writes wait; the others wait for it. No write waits for a
+// in one chunk (a slot, a piece of one, or inline). They are gathered the
+// way a group commit gathers transactions: a write that finds fewer than
+// maxBatches messages in flight sends one at once, of itself and of every
+// write waiting, and goes on sending while writes wait; the others wait for
+// it. No write waits for a
 // timer, and when writes come one at a time each goes alone. maxBatch
 // bounds a message, and maxBatchInline the bytes it carries inline.
 //

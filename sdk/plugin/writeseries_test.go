@@ -497,12 +497,7 @@ func testArena(t *testing.T, want bool) *Arena {
 	if !want {
 		return nil
 	}
-	arena, err := NewArena(32, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { arena.Close() })
-	return arena
+	return newTestArena(t, 32, 4096)
 }
 
 // When a tensor of a message fails, it alone reports the failure: those
