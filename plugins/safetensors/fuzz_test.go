@@ -12,18 +12,26 @@ import (
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
-// indexSeeds are Hugging Face indexes over the sample checkpoint: the real
-// one, and ones that name files out of the directory, missing shards, the
-// wrong shard, or no weight_map.
-func indexSeeds(t testing.TB) map[string][]byte {
+// sampleIndex writes the sample checkpoint into a new directory and
+// returns it with the bytes of its model.safetensors.index.json.
+func sampleIndex(t testing.TB) (string, []byte) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := sample.Write(dir, sample.Default); err != nil {
 		t.Fatal(err)
 	}
-	real, err := os.ReadFile(filepath.Join(dir, IndexName))
+	b, err := os.ReadFile(filepath.Join(dir, IndexName))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, b
+}
+
+// indexSeeds are Hugging Face indexes over the sample checkpoint: the real
+// one, and ones that name files out of the directory, missing shards, the
+// wrong shard, or no weight_map.
+func indexSeeds(t testing.TB) map[string][]byte {
+	_, real := sampleIndex(t)
 	one := func(file string) []byte {
 		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 1}, "weight_map": map[string]string{"model.norm.weight": file}})
 		return b

@@ -216,14 +216,7 @@ func TestSinkPlanDecisions(t *testing.T) {
 // out is not, and one it places in a shard that does not hold it is an
 // error naming both.
 func TestIndexDecidesEachShardsTensors(t *testing.T) {
-	dir := t.TempDir()
-	if err := sample.Write(dir, sample.Default); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, IndexName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, b := sampleIndex(t)
 	var idx hfIndex
 	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
@@ -253,7 +246,7 @@ func TestIndexDecidesEachShardsTensors(t *testing.T) {
 	idx.WeightMap["model.norm.weight"] = other
 	writeIndex()
 	src, _ := OpenSource(&SourceConfig{Path: dir})
-	_, err = src.Describe(context.Background())
+	_, err := src.Describe(context.Background())
 	if err == nil || !plugin.IsBadInput(err) {
 		t.Fatalf("a tensor placed in the wrong shard: got %v, want a bad-input error", err)
 	}
