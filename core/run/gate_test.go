@@ -8,10 +8,21 @@ import (
 	"time"
 
 	"github.com/sluice-ml/sluice/internal/testwait"
+	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
+// freeUnits waits until the gate has n units free.
+func freeUnits(t *testing.T, g *rankGate, n int) {
+	t.Helper()
+	testwait.Until(t, fmt.Sprintf("%d units free", n), func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.free == n
+	})
+}
+
 // queued waits until n goroutines wait at the gate.
-func queued(t *testing.T, g *cpuGate, n int) {
+func queued(t *testing.T, g *rankGate, n int) {
 	t.Helper()
 	testwait.Until(t, fmt.Sprintf("%d waiters queuing", n), func() bool {
 		g.mu.Lock()
@@ -24,7 +35,7 @@ func queued(t *testing.T, g *cpuGate, n int) {
 // lowest rank, equal ranks in arrival order, whatever order they came in; a
 // waiter whose context ends leaves without taking a unit.
 func TestCPUGateGrantsLowestRankFirst(t *testing.T) {
-	g := newCPUGate(1)
+	g := newRankGate(1)
 	ctx := context.Background()
 	if err := g.Acquire(ctx, 9); err != nil {
 		t.Fatal(err)
@@ -63,9 +74,117 @@ func TestCPUGateGrantsLowestRankFirst(t *testing.T) {
 		}
 	}
 	// The last one releases after it reported.
-	testwait.Until(t, "the unit coming back free", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.free == 1
-	})
+	freeUnits(t, g, 1)
+}
+
+// An op's worker holds no slot of its tree while it waits for a core, and
+// no core while it waits for a slot: it takes the core first, and gives it
+// back when the tree's slots are all held, until one is released.
+func TestCoreAndSlotHoldsNeitherWhileWaiting(t *testing.T) {
+	arena, err := plugin.NewArena(2, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arena.Close()
+	ctx := context.Background()
+	pool, err := arena.Reserve(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	r := &runner{cpu: newRankGate(1)}
+	got := make(chan *plugin.Chunk, 1)
+	take := func() {
+		dst, err := r.coreAndSlot(ctx, pool, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- dst
+	}
+
+	// Waiting for the core: both slots stay free.
+	if err := r.cpu.Acquire(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	go take()
+	queued(t, r.cpu, 1)
+	var held []*plugin.Chunk
+	for range 2 {
+		c, ok := pool.TryGet()
+		if !ok {
+			t.Fatalf("a worker waiting for a core holds a slot: %d of 2 free", len(held))
+		}
+		held = append(held, c)
+	}
+
+	// Waiting for a slot: the core is free for others.
+	r.cpu.Release()
+	freeUnits(t, r.cpu, 1)
+	select {
+	case <-got:
+		t.Fatal("a slot was taken while every slot was held")
+	default:
+	}
+	held[0].Release()
+	dst := <-got
+	if dst == nil {
+		t.FailNow()
+	}
+	defer dst.Release()
+	defer held[1].Release()
+	r.cpu.mu.Lock()
+	free := r.cpu.free
+	r.cpu.mu.Unlock()
+	if free != 0 {
+		t.Errorf("the worker returned without the core: %d units free", free)
+	}
+	r.cpu.Release()
+}
+
+// TestRankGateWeights: a waiter takes its n units at once, in rank order:
+// one of a higher rank waits behind it even when its own share is free,
+// and goes ahead when the one before it gives up.
+func TestRankGateWeights(t *testing.T) {
+	g := newRankGate(10)
+	ctx := context.Background()
+	if err := g.AcquireN(ctx, 0, 6); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan int, 4)
+	acquire := func(ctx context.Context, rank, n int) chan error {
+		done := make(chan error, 1)
+		go func() {
+			err := g.AcquireN(ctx, rank, n)
+			if err == nil {
+				granted <- rank
+			}
+			done <- err
+		}()
+		return done
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := acquire(cctx, 1, 6)
+	queued(t, g, 1)
+	acquire(ctx, 3, 3)
+	queued(t, g, 2)
+	select {
+	case rank := <-granted:
+		t.Fatalf("rank %d was granted past a waiter of a lower rank", rank)
+	case <-time.After(20 * time.Millisecond):
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled AcquireN: %v", err)
+	}
+	if rank := <-granted; rank != 3 {
+		t.Fatalf("rank %d granted, want 3 once the waiter before it left", rank)
+	}
+	freeUnits(t, g, 1)
+	second := acquire(ctx, 2, 5)
+	queued(t, g, 1)
+	g.ReleaseN(6)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	freeUnits(t, g, 2)
 }

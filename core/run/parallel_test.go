@@ -2,8 +2,11 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,5 +89,83 @@ func TestOneTensorUsesEveryWorker(t *testing.T) {
 		if !bytes.Equal(sink.got["embed"], src.data["embed"]) {
 			t.Errorf("workers=%d: bytes differ", workers)
 		}
+	}
+}
+
+// countedSource is a memSource that counts the bytes read of it.
+type countedSource struct {
+	*memSource
+	read atomic.Int64
+}
+
+func (s *countedSource) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	return io.NopCloser(&countedReader{r: bytes.NewReader(s.data[name]), n: &s.read}), nil
+}
+
+type countedReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// aheadOp copies its input slowly, as quantizing is slower than reading,
+// and records the most bytes read of the source that no op had started on
+// when one started.
+type aheadOp struct {
+	src     *countedSource
+	mu      sync.Mutex
+	started int64
+	most    int64
+}
+
+func (o *aheadOp) String() string              { return "ahead" }
+func (o *aheadOp) UnitBytes() (uint64, uint64) { return 4, 4 }
+
+func (o *aheadOp) Apply(dst, src []byte) error {
+	o.mu.Lock()
+	o.started += int64(len(src))
+	o.most = max(o.most, o.src.read.Load()-o.started)
+	o.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	copy(dst, src)
+	return nil
+}
+
+// TestReadAheadIsBoundedOverTrees checks that the trees in flight together
+// read only a chunk per worker ahead of the cores, where each read a few
+// chunks ahead of its own: every slot held at once is one more whose pages
+// each process of the run touches.
+func TestReadAheadIsBoundedOverTrees(t *testing.T) {
+	const slotSize = 64 << 10
+	src := &countedSource{memSource: &memSource{m: &tensor.Manifest{}, data: map[string][]byte{}}}
+	for i := range 12 {
+		name := fmt.Sprintf("t%02d", i)
+		vals := make([]float32, slotSize) // four chunks
+		for j := range vals {
+			vals[j] = float32(i*len(vals) + j)
+		}
+		src.m.Tensors = append(src.m.Tensors, tensor.TensorInfo{Name: name, DType: tensor.F32, Shape: []uint64{uint64(len(vals))}, Size: 4 * slotSize})
+		src.data[name] = f32Bytes(vals)
+	}
+	// With one worker the bound is exact: a chunk is read ahead only once
+	// the one before it has the core.
+	op := &aheadOp{src: src}
+	sink := &memSink{}
+	pl := build(t, src.memSource, map[string]*memSink{"out": sink}, map[string]transform.Transform{"out": opTransform{op}})
+	if err := execute(t, pl, src, 64, slotSize, 1); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range src.data {
+		if !bytes.Equal(sink.got[name], want) {
+			t.Errorf("%s: bytes differ", name)
+		}
+	}
+	if op.most > slotSize {
+		t.Errorf("%d bytes were read ahead of the op, want at most a chunk, %d", op.most, slotSize)
 	}
 }

@@ -80,7 +80,8 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	r := &runner{opts: opts, cpu: newCPUGate(opts.Workers), heap: semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))),
+	r := &runner{opts: opts, cpu: newRankGate(opts.Workers), ahead: newRankGate(opts.Workers * opts.Arena.SlotSize()),
+		heap:   semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))),
 		pieces: plugin.NewPieces(opts.Arena), files: map[string]*os.File{}}
 	defer r.closeFiles()
 
@@ -174,8 +175,14 @@ func samePath(a, b string) bool {
 
 type runner struct {
 	opts Options
-	cpu  *cpuGate
-	heap *semaphore.Weighted
+	cpu  *rankGate
+	// ahead bounds the bytes of the chunks read for ops that have no core
+	// yet, over all trees, to a slot per worker: trees read ahead only as
+	// far as the cores can use, where each tree in flight read a few
+	// chunks ahead of its own, and every slot they held at once is one
+	// more whose pages each process of the run touches.
+	ahead *rankGate
+	heap  *semaphore.Weighted
 	// pieces holds the outputs of small trees while their writes wait
 	// (runOneChunk).
 	pieces *plugin.Pieces
@@ -453,7 +460,7 @@ func lcm(a, b *big.Int) *big.Int {
 
 // runTree streams one source tensor to every leaf of its tree.
 // rank is the tree's place in the run: the lower, the sooner its ops get a
-// core (cpuGate).
+// core (rankGate).
 func (r *runner) runTree(ctx context.Context, t *plan.Tree, rank int) error {
 	if t.Tensor.Location != nil && len(t.Root.Leaves) == 1 && len(t.Root.Children) == 0 {
 		// One sink takes the file reference: no goroutine of its own.
@@ -546,14 +553,46 @@ type bundle struct {
 	root *plugin.Chunk
 	out  map[*plan.Node]*plugin.Chunk
 	err  error
+	// ahead is what the chunk holds of the read-ahead (runner.ahead) until
+	// its first op has a core.
+	ahead aheadHold
 }
 
 func (b *bundle) release() {
+	b.ahead.drop()
 	if b.root != nil {
 		b.root.Release()
 	}
 	for _, c := range b.out {
 		c.Release()
+	}
+}
+
+// aheadHold is a share of the read-ahead taken for a chunk about to be read.
+type aheadHold struct {
+	gate *rankGate
+	n    int
+}
+
+// holdAhead waits for the read-ahead to take n more bytes at the tree's
+// rank, for a chunk of a tree with ops; a tree without ops reads only for
+// its sinks and holds none.
+func (r *runner) holdAhead(ctx context.Context, lay layout, n uint64, rank int) (aheadHold, error) {
+	if lay.nodes == 0 {
+		return aheadHold{}, nil
+	}
+	w := int(min(n, uint64(r.opts.Workers*r.opts.Arena.SlotSize())))
+	if err := r.ahead.AcquireN(ctx, rank, w); err != nil {
+		return aheadHold{}, err
+	}
+	return aheadHold{gate: r.ahead, n: w}, nil
+}
+
+// drop gives the share back, once.
+func (h *aheadHold) drop() {
+	if h.n > 0 {
+		h.gate.ReleaseN(h.n)
+		h.n = 0
 	}
 }
 
@@ -676,6 +715,11 @@ func (r *runner) runOneChunk(ctx context.Context, t *plan.Tree, lay layout, f *l
 		return err
 	}
 	defer pool.Close()
+	ahead, err := r.holdAhead(ctx, lay, t.Tensor.Size, rank)
+	if err != nil {
+		return err
+	}
+	defer ahead.drop()
 	cr, err := r.openRoot(ctx, t, pool, lay.align, lay.chunk)
 	if err != nil {
 		return &treeError{tree: t, err: err}
@@ -688,7 +732,8 @@ func (r *runner) runOneChunk(ctx context.Context, t *plan.Tree, lay layout, f *l
 	if err != nil {
 		return &treeError{tree: t, err: err}
 	}
-	b := &bundle{root: root, out: map[*plan.Node]*plugin.Chunk{}}
+	b := &bundle{root: root, out: map[*plan.Node]*plugin.Chunk{}, ahead: ahead}
+	ahead = aheadHold{} // the bundle drops it
 	if err := r.apply(ctx, pool, t.Root, root, b, rank); err != nil {
 		b.release()
 		return &treeError{tree: t, err: err}
@@ -783,16 +828,23 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			c, err := cr.NextChunk(ctx)
-			if err == io.EOF {
-				return nil
-			}
+			read := uint64(seq) * lay.chunk
+			ahead, err := r.holdAhead(ctx, lay, min(lay.chunk, t.Tensor.Size-min(read, t.Tensor.Size)), rank)
 			if err != nil {
+				return err
+			}
+			c, err := cr.NextChunk(ctx)
+			if err != nil {
+				ahead.drop()
+				if err == io.EOF {
+					return nil
+				}
 				return &treeError{tree: t, err: err}
 			}
 			select {
-			case in <- &bundle{seq: seq, root: c}:
+			case in <- &bundle{seq: seq, root: c, ahead: ahead}:
 			case <-ctx.Done():
+				ahead.drop()
 				c.Release()
 				return ctx.Err()
 			}
@@ -885,17 +937,14 @@ func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, 
 		if units*inUnit != uint64(len(in.Data)) {
 			return fmt.Errorf("internal: chunk of %d bytes is not a whole number of %d-byte units for %s", len(in.Data), inUnit, c.Op)
 		}
-		dst, err := pool.Get(ctx)
+		dst, err := r.coreAndSlot(ctx, pool, rank)
+		b.ahead.drop() // the chunk is being worked on
 		if err != nil {
 			return err
 		}
 		dst.Data = dst.Data[:units*outUnit]
 		dst.Prefault(len(dst.Data))
 		dst.Offset = in.Offset / inUnit * outUnit
-		if err := r.cpu.Acquire(ctx, rank); err != nil {
-			dst.Release()
-			return err
-		}
 		err = c.Op.Apply(dst.Data, in.Data)
 		r.cpu.Release()
 		b.out[c] = dst
@@ -907,6 +956,31 @@ func (r *runner) apply(ctx context.Context, pool *plugin.Pool, node *plan.Node, 
 		}
 	}
 	return nil
+}
+
+// coreAndSlot takes a core at the tree's rank and a slot of its pool for an
+// op's output, holding neither while it waits for the other: the core
+// first, so that the trees waiting for a core do not each hold a slot
+// meanwhile (every slot held at once is one more whose pages the run
+// touches), then the slot if one is free, else the core goes back while
+// the tree's sinks free one.
+func (r *runner) coreAndSlot(ctx context.Context, pool *plugin.Pool, rank int) (*plugin.Chunk, error) {
+	if err := r.cpu.Acquire(ctx, rank); err != nil {
+		return nil, err
+	}
+	if dst, ok := pool.TryGet(); ok {
+		return dst, nil
+	}
+	r.cpu.Release()
+	dst, err := pool.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.cpu.Acquire(ctx, rank); err != nil {
+		dst.Release()
+		return nil, err
+	}
+	return dst, nil
 }
 
 // budgetFor returns the --max-memory that gives a part of quarters/4 of the

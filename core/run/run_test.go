@@ -114,7 +114,7 @@ func build[S plugin.Sink](t *testing.T, src *memSource, sinks map[string]S, viaT
 	return pl
 }
 
-func execute(t *testing.T, pl *plan.Plan, src *memSource, slots, slotSize, workers int) error {
+func execute(t *testing.T, pl *plan.Plan, src plugin.Source, slots, slotSize, workers int) error {
 	t.Helper()
 	arena, err := plugin.NewArena(slots, slotSize)
 	if err != nil {

@@ -28,11 +28,21 @@ type Arena struct {
 	// process has made resident (prefault).
 	resident []atomic.Int64
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	free     []uint32
-	closed   bool
-	reserved int
+	mu   sync.Mutex
+	cond *sync.Cond
+	// free counts the slots no pool has reserved.
+	free   int
+	closed bool
+
+	// idleMu guards idle and each pool's closed flag. It is apart from mu,
+	// which reservations wait on, because chunks are taken and released
+	// far more often than pools are reserved.
+	idleMu sync.Mutex
+	// idle holds the slots no chunk holds, the one released last on top:
+	// a pool takes its slots from it one at a time, as chunks are taken,
+	// so a run reuses the slots whose pages it has touched and touches
+	// others only when it holds that many chunks at once.
+	idle []uint32
 	// waiting holds the Reserve calls that wait, in the order they came;
 	// only the first may take slots.
 	waiting []*reservation
@@ -56,9 +66,10 @@ func NewArena(slots, slotSize int) (*Arena, error) {
 		f.Close()
 		return nil, err
 	}
-	a.free = make([]uint32, slots)
-	for i := range a.free {
-		a.free[i] = uint32(slots - 1 - i)
+	a.free = slots
+	a.idle = make([]uint32, slots)
+	for i := range a.idle {
+		a.idle[i] = uint32(slots - 1 - i)
 	}
 	return a, nil
 }
@@ -158,7 +169,7 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 	defer a.mu.Unlock()
 	r := &reservation{n: n}
 	a.waiting = append(a.waiting, r)
-	for a.waiting[0] != r || len(a.free) < r.n {
+	for a.waiting[0] != r || a.free < r.n {
 		err := ctx.Err()
 		if a.closed {
 			err = ErrArenaClosed
@@ -180,20 +191,19 @@ func (a *Arena) Reserve(ctx context.Context, n int) (*Pool, error) {
 func (a *Arena) TryReserve(n int) (*Pool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if n <= 0 || a.closed || len(a.waiting) > 0 || len(a.free) < n {
+	if n <= 0 || a.closed || len(a.waiting) > 0 || a.free < n {
 		return nil, false
 	}
 	return a.take(n), true
 }
 
-// take moves n free slots into a new pool; a.mu is held.
+// take reserves n free slots for a new pool; a.mu is held.
 func (a *Arena) take(n int) *Pool {
-	p := &Pool{arena: a, slots: make(chan uint32, n), size: n}
-	for i := 0; i < n; i++ {
-		p.slots <- a.free[len(a.free)-1]
-		a.free = a.free[:len(a.free)-1]
+	p := &Pool{arena: a, unheld: make(chan struct{}, n), size: n}
+	for range n {
+		p.unheld <- struct{}{}
 	}
-	a.reserved += n
+	a.free -= n
 	return p
 }
 
@@ -213,17 +223,20 @@ func (a *Arena) leave(r *reservation) {
 func (a *Arena) Free() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.free)
+	return a.free
 }
 
 // Pool is a set of slots reserved from an arena for one task. Its slots are
 // recycled within the pool, so a task that holds a pool can always make
-// progress.
+// progress. Which slot a chunk gets is chosen when it is taken: the one of
+// the arena released last, whose pages are most likely resident.
 type Pool struct {
 	arena *Arena
-	slots chan uint32
-	size  int
-	once  sync.Once
+	// unheld has a token for each of the pool's slots that no chunk holds.
+	unheld chan struct{}
+	size   int
+	closed bool // arena.idleMu
+	once   sync.Once
 }
 
 // Arena returns the arena the pool's slots belong to.
@@ -236,11 +249,8 @@ func (p *Pool) Size() int { return p.size }
 // whose Data has the slot's full capacity.
 func (p *Pool) Get(ctx context.Context) (*Chunk, error) {
 	select {
-	case i := <-p.slots:
-		mem, _ := p.arena.Slot(i)
-		c := &Chunk{Data: mem, slot: int32(i), arena: p.arena, pool: p}
-		c.refs.Store(1)
-		return c, nil
+	case <-p.unheld:
+		return p.hold(), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -249,35 +259,72 @@ func (p *Pool) Get(ctx context.Context) (*Chunk, error) {
 // TryGet is Get without waiting: it reports false when every slot is in use.
 func (p *Pool) TryGet() (*Chunk, bool) {
 	select {
-	case i := <-p.slots:
-		mem, _ := p.arena.Slot(i)
-		c := &Chunk{Data: mem, slot: int32(i), arena: p.arena, pool: p}
-		c.refs.Store(1)
-		return c, true
+	case <-p.unheld:
+		return p.hold(), true
 	default:
 		return nil, false
 	}
 }
 
-func (p *Pool) put(i uint32) { p.slots <- i }
+// hold takes the idle slot on top for a chunk, once the pool's token for
+// it is taken. There is always one: every pool's tokens, and the slots no
+// pool reserved, each stand for an idle slot.
+func (p *Pool) hold() *Chunk {
+	a := p.arena
+	a.idleMu.Lock()
+	i := a.idle[len(a.idle)-1]
+	a.idle = a.idle[:len(a.idle)-1]
+	a.idleMu.Unlock()
+	mem, _ := a.Slot(i)
+	c := &Chunk{Data: mem, slot: int32(i), arena: a, pool: p}
+	c.refs.Store(1)
+	return c
+}
 
-// Close returns the pool's slots to the arena. Every chunk taken from the
-// pool must have been released.
+// put makes slot i idle again and gives its token back to the pool, or,
+// once the pool is closed, its reservation back to the arena. The token
+// goes back under idleMu so that Close counts it either way.
+func (p *Pool) put(i uint32) {
+	a := p.arena
+	a.idleMu.Lock()
+	a.idle = append(a.idle, i)
+	closed := p.closed
+	if !closed {
+		p.unheld <- struct{}{} // never blocks: one token per slot
+	}
+	a.idleMu.Unlock()
+	if closed {
+		a.unreserve(1)
+	}
+}
+
+// Close returns the pool's slots to the arena; a slot still held by a
+// chunk goes back when the chunk is released.
 func (p *Pool) Close() {
 	p.once.Do(func() {
 		a := p.arena
-		a.mu.Lock()
-		for i := 0; i < p.size; i++ {
+		a.idleMu.Lock()
+		p.closed = true
+		n := 0
+		for range p.size {
 			select {
-			case s := <-p.slots:
-				a.free = append(a.free, s)
+			case <-p.unheld:
+				n++
 			default:
 			}
 		}
-		a.reserved -= p.size
-		a.cond.Broadcast()
-		a.mu.Unlock()
+		a.idleMu.Unlock()
+		a.unreserve(n)
 	})
+}
+
+// unreserve gives n slots back to the arena's free count and wakes the
+// reservations waiting for them.
+func (a *Arena) unreserve(n int) {
+	a.mu.Lock()
+	a.free += n
+	a.cond.Broadcast()
+	a.mu.Unlock()
 }
 
 // Chunk is a piece of a tensor's bytes. Chunks taken from a Pool live in an

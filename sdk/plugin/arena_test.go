@@ -108,3 +108,101 @@ func TestReserveGrantsInOrder(t *testing.T) {
 		t.Errorf("%d slots free at the end, want 4", got)
 	}
 }
+
+// slotOf returns the arena slot of a chunk taken from a pool.
+func slotOf(t *testing.T, c *Chunk) uint32 {
+	t.Helper()
+	_, i, ok := c.Slot()
+	if !ok {
+		t.Fatal("a pool's chunk is not in a slot")
+	}
+	return i
+}
+
+// A chunk gets the slot released last, whichever pool it went back to, so a
+// task that holds two chunks at a time uses two slots however large its
+// pool: the pages of the others are never touched.
+func TestPoolReusesTheSlotReleasedLast(t *testing.T) {
+	a := newTestArena(t, 8, 4096)
+	ctx := context.Background()
+	pool, err := a.Reserve(ctx, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[uint32]bool{}
+	held, err := pool.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		next, err := pool.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used[slotOf(t, held)] = true
+		used[slotOf(t, next)] = true
+		held.Release()
+		held = next
+	}
+	if len(used) != 2 {
+		t.Errorf("holding two chunks at a time used %d slots, want 2", len(used))
+	}
+	last := slotOf(t, held)
+	held.Release()
+	pool.Close()
+
+	other, err := a.Reserve(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := other.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if got := slotOf(t, c); got != last {
+		t.Errorf("another pool's first chunk got slot %d, want %d, the one released last", got, last)
+	}
+}
+
+// Closing a pool while a chunk still holds one of its slots returns the
+// others at once and that one when the chunk is released; the slot is not
+// lost to the arena.
+func TestPoolClosedWhileAChunkIsHeld(t *testing.T) {
+	a := newTestArena(t, 4, 4096)
+	ctx := context.Background()
+	pool, err := a.Reserve(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pool.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	if got := a.Free(); got != 3 {
+		t.Errorf("%d slots free after the close, want 3 (all but the held one)", got)
+	}
+	c.Release()
+	if got := a.Free(); got != 4 {
+		t.Errorf("%d slots free after the last chunk's release, want 4", got)
+	}
+	all, ok := a.TryReserve(4)
+	if !ok {
+		t.Fatal("the whole arena cannot be reserved after every chunk was released")
+	}
+	defer all.Close()
+	seen := map[uint32]bool{}
+	for range 4 {
+		c, ok := all.TryGet()
+		if !ok {
+			t.Fatalf("only %d of 4 slots could be taken", len(seen))
+		}
+		seen[slotOf(t, c)] = true
+		defer c.Release()
+	}
+	if len(seen) != 4 {
+		t.Errorf("4 chunks got %d distinct slots", len(seen))
+	}
+}

@@ -432,7 +432,7 @@ func (w *gatheredWrites) wait(t *testing.T) {
 	t.Helper()
 	w.wg.Wait()
 	if w.pool != nil {
-		if n := len(w.pool.slots); n != w.pool.Size() {
+		if n := len(w.pool.unheld); n != w.pool.Size() {
 			t.Errorf("%d of the pool's %d slots came back", n, w.pool.Size())
 		}
 	}
@@ -559,7 +559,7 @@ func TestSlotWritesNotGatheredWriteOneByOne(t *testing.T) {
 	if got := count.fileMessages(); len(got) != 0 {
 		t.Errorf("WriteFiles messages of %v tensors, want none", got)
 	}
-	if n := len(pool.slots); n != pool.Size() {
+	if n := len(pool.unheld); n != pool.Size() {
 		t.Errorf("%d of the pool's %d slots came back", n, pool.Size())
 	}
 }
