@@ -57,6 +57,8 @@ func TestReaderRefusesMalformedHeaders(t *testing.T) {
 		{"2^29 u64 elements", header(3, 0, 1).str("k").u32(9).u32(10).u64(1 << 29).Bytes(), "more bytes than"},
 		{"2^29 strings", header(3, 0, 1).str("k").u32(9).u32(8).u64(1 << 29).Bytes(), "more bytes than"},
 		{"string element past end", header(3, 0, 1).str("k").u32(9).u32(8).u64(2).str("a").u64(99).Bytes(), "passes the end"},
+		{"string element length cut", header(3, 0, 1).str("k").u32(9).u32(8).u64(2).str("abcdefghij").u32(1).u32(0).Bytes()[:71], "needs 8 bytes"},
+		{"string element over the cap", header(3, 0, 1).str("k").u32(9).u32(8).u64(2).str("a").u64(MaxStringLen + 1).Bytes(), "over the limit"},
 		{"too many nested arrays", header(3, 0, 1).str("k").u32(9).u32(9).u64(MaxNestedItems + 1).Bytes(), "over the limit"},
 		{"invalid value type", header(3, 0, 1).str("k").u32(13).Bytes(), "invalid GGUF value type 13"},
 		{"invalid element type", header(3, 0, 1).str("k").u32(9).u32(77).u64(0).Bytes(), "invalid element type 77"},
@@ -149,6 +151,43 @@ func TestReaderAcceptsVariants(t *testing.T) {
 	r.u32(4).u64(1).u32(7)
 	if _, err := parse(r.Bytes()); err == nil || !strings.Contains(err.Error(), "nested deeper") {
 		t.Errorf("depth %d: %v", MaxArrayDepth+1, err)
+	}
+}
+
+// TestStringArraysOfManyLengths reads string arrays of 1 to 5,000 elements
+// of 0 to 299 bytes and one of 20 KiB, and a key after each array, which
+// must be read from where the array ends.
+func TestStringArraysOfManyLengths(t *testing.T) {
+	for _, n := range []int{1, 3, 40, 700, 5000} {
+		var want []string
+		for i := range n {
+			want = append(want, strings.Repeat(string(rune('a'+i%26)), (i*997)%300))
+		}
+		want[n/2] = strings.Repeat("long", 5<<10) // 20 KiB
+		r := header(3, 0, 2)
+		r.str("k").u32(9).u32(8).u64(uint64(n))
+		for _, s := range want {
+			r.str(s)
+		}
+		r.str("after").u32(4).u32(0xC0FFEE)
+		f, err := parse(r.pad(32).Bytes())
+		if err != nil {
+			t.Fatalf("%d strings: %v", n, err)
+		}
+		v, _ := f.Metadata.Get("k")
+		if v.Len() != n {
+			t.Fatalf("%d strings: read %d", n, v.Len())
+		}
+		for i, w := range want {
+			if got, _ := v.Index(i).Str(); got != w {
+				t.Fatalf("%d strings: element %d is %d bytes %.20q…, want %d bytes %.20q…", n, i, len(got), got, len(w), w)
+			}
+		}
+		if after, ok := f.Metadata.Get("after"); !ok {
+			t.Errorf("%d strings: the key after the array is missing", n)
+		} else if u, _ := after.Uint(); u != 0xC0FFEE {
+			t.Errorf("%d strings: the key after the array reads %#x", n, u)
+		}
 	}
 }
 
