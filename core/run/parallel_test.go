@@ -137,9 +137,9 @@ func (o *aheadOp) Apply(dst, src []byte) error {
 }
 
 // TestReadAheadIsBoundedOverTrees checks that the trees in flight together
-// read only a chunk per worker ahead of the cores, where each read a few
-// chunks ahead of its own: every slot held at once is one more whose pages
-// each process of the run touches.
+// read only as far ahead of the cores as readAheadSlots allows, where each
+// read a few chunks ahead of its own: every slot held at once is one more
+// whose pages each process of the run touches.
 func TestReadAheadIsBoundedOverTrees(t *testing.T) {
 	const slotSize = 64 << 10
 	src := &countedSource{memSource: &memSource{m: &tensor.Manifest{}, data: map[string][]byte{}}}

@@ -80,7 +80,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	r := &runner{opts: opts, cpu: newRankGate(opts.Workers), ahead: newRankGate(opts.Workers * opts.Arena.SlotSize()),
+	r := &runner{opts: opts, cpu: newRankGate(opts.Workers), ahead: newRankGate(readAheadSlots(opts.Workers) * opts.Arena.SlotSize()),
 		heap:   semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))),
 		pieces: plugin.NewPieces(opts.Arena), files: map[string]*os.File{}}
 	defer r.closeFiles()
@@ -177,10 +177,10 @@ type runner struct {
 	opts Options
 	cpu  *rankGate
 	// ahead bounds the bytes of the chunks read for ops that have no core
-	// yet, over all trees, to a slot per worker: trees read ahead only as
-	// far as the cores can use, where each tree in flight read a few
-	// chunks ahead of its own, and every slot they held at once is one
-	// more whose pages each process of the run touches.
+	// yet, over all trees (readAheadSlots): trees read ahead only as far as
+	// the cores can use, where each tree in flight read a few chunks ahead
+	// of its own, and every slot they held at once is one more whose pages
+	// each process of the run touches.
 	ahead *rankGate
 	heap  *semaphore.Weighted
 	// pieces holds the outputs of small trees while their writes wait
@@ -581,12 +581,20 @@ func (r *runner) holdAhead(ctx context.Context, lay layout, n uint64, rank int) 
 	if lay.nodes == 0 {
 		return aheadHold{}, nil
 	}
-	w := int(min(n, uint64(r.opts.Workers*r.opts.Arena.SlotSize())))
+	w := int(min(n, uint64(readAheadSlots(r.opts.Workers)*r.opts.Arena.SlotSize())))
 	if err := r.ahead.AcquireN(ctx, rank, w); err != nil {
 		return aheadHold{}, err
 	}
 	return aheadHold{gate: r.ahead, n: w}, nil
 }
+
+// readAheadSlots is how many slots of chunks the trees of a run may read
+// ahead of the cores: one for every two workers, at least one. Reading a
+// slot from the page cache takes a fraction of the time an op works on
+// it, so one chunk waiting per two cores keeps them busy; with one per
+// core, the in-process q8_0 conversion of the benchmark took 1.42 s, with
+// one per two 1.13 s (docs/performance.md, Touching fewer slots).
+func readAheadSlots(workers int) int { return max(1, workers/2) }
 
 // drop gives the share back, once.
 func (h *aheadHold) drop() {
