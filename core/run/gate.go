@@ -21,13 +21,14 @@ import (
 // was done last.) And the read-ahead: the bytes of the chunks read for ops
 // that do not have a core yet (runner.ahead).
 type rankGate struct {
+	size    int // units in all
 	mu      sync.Mutex
 	free    int
 	seq     uint64
 	waiters gateQueue
 }
 
-func newRankGate(n int) *rankGate { return &rankGate{free: n} }
+func newRankGate(n int) *rankGate { return &rankGate{size: n, free: n} }
 
 // Acquire takes a unit; see AcquireN.
 func (g *rankGate) Acquire(ctx context.Context, rank int) error { return g.AcquireN(ctx, rank, 1) }

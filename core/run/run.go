@@ -581,7 +581,7 @@ func (r *runner) holdAhead(ctx context.Context, lay layout, n uint64, rank int) 
 	if lay.nodes == 0 {
 		return aheadHold{}, nil
 	}
-	w := int(min(n, uint64(readAheadSlots(r.opts.Workers)*r.opts.Arena.SlotSize())))
+	w := int(min(n, uint64(r.ahead.size)))
 	if err := r.ahead.AcquireN(ctx, rank, w); err != nil {
 		return aheadHold{}, err
 	}
@@ -830,14 +830,14 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 	// Reader.
 	g.Go(func() error {
 		defer close(in)
+		left := t.Tensor.Size
 		for seq := 0; ; seq++ {
 			select {
 			case tickets <- struct{}{}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			read := uint64(seq) * lay.chunk
-			ahead, err := r.holdAhead(ctx, lay, min(lay.chunk, t.Tensor.Size-min(read, t.Tensor.Size)), rank)
+			ahead, err := r.holdAhead(ctx, lay, min(lay.chunk, left), rank)
 			if err != nil {
 				return err
 			}
@@ -849,6 +849,7 @@ func (r *runner) runStream(ctx context.Context, t *plan.Tree, lay layout, rootLe
 				}
 				return &treeError{tree: t, err: err}
 			}
+			left -= min(left, uint64(len(c.Data)))
 			select {
 			case in <- &bundle{seq: seq, root: c, ahead: ahead}:
 			case <-ctx.Done():
