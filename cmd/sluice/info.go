@@ -237,8 +237,12 @@ func metadataJSON(k string, v tensor.Value, all bool) infoMetadata {
 			e.Truncated = true
 			n = maxJSONArray
 		}
-		if ss, ok := v.StringSlice(); ok {
-			e.Value = ss[:n]
+		if v.Elem() == tensor.TypeString {
+			ss := make([]string, n)
+			for i := range ss {
+				ss[i], _ = v.Index(i).Str()
+			}
+			e.Value = ss
 			break
 		}
 		items := make([]any, n)

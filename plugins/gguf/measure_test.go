@@ -1,10 +1,12 @@
 package gguf
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -125,4 +127,55 @@ func TestMeasureAgainstHuggingFace(t *testing.T) {
 	}
 	t.Logf("150,000-token vocabulary + 150,000 merges: Sluice Describe median %.2f ms (first %.2f), @huggingface/gguf median %.2f ms (first %.2f): %.1f× faster",
 		median(ours), ours[0], median(js.MS), js.MS[0], median(js.MS)/median(ours))
+}
+
+// TestMappedVocabularyReadsAndRewritesExactly reads a vocabulary large
+// enough to be taken as a view of the mapped file, and checks it against a
+// read of the same bytes from memory, element by element, and against a
+// rewrite of the whole file, byte for byte.
+func TestMappedVocabularyReadsAndRewritesExactly(t *testing.T) {
+	const n = 20000 // the tokens take about 400 KB, over binio.MinMappedView
+	path := vocabModel(t, n)
+	mapped, fh, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mapped.Metadata.Equal(&copied.Metadata) {
+		t.Error("the metadata read through the mapping differs from the metadata read from memory")
+	}
+	v, _ := mapped.Metadata.Get("tokenizer.ggml.tokens")
+	tokens, ok := v.StringSlice()
+	if !ok || len(tokens) != n {
+		t.Fatalf("%d tokens, want %d", len(tokens), n)
+	}
+	for i, tok := range tokens {
+		if want := fmt.Sprintf("Ġtok%dén", i); tok != want {
+			t.Fatalf("token %d = %q, want %q", i, tok, want)
+		}
+	}
+	scores, _ := mapped.Metadata.Get("tokenizer.ggml.scores")
+	if f, _ := scores.Index(n - 1).Float(); f != -float64(n-1) {
+		t.Errorf("last score %v, want %d", f, -(n - 1))
+	}
+
+	out := filepath.Join(t.TempDir(), "again.gguf")
+	if _, _, err := copyGGUF(t, SourceConfig{Path: path}, SinkConfig{Path: out}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("rewrite differs (%d vs %d bytes; first difference at %d)", len(got), len(data), firstDiff(got, data))
+	}
 }

@@ -159,10 +159,8 @@ func (e encoder) keyValue(key string, v tensor.Value) error {
 	}
 	e.u32(uint32(v.Elem()))
 	e.u64(uint64(v.Len()))
-	if strs, ok := v.StringSlice(); ok {
-		for _, s := range strs {
-			e.str(s)
-		}
+	if layout, ok := v.PackedStrings(); ok {
+		e.raw(layout)
 		return nil
 	}
 	raw, _ := v.Raw()

@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"os"
 )
 
 // ErrFormat is matched by every *FormatError through errors.Is.
@@ -79,6 +80,10 @@ type Reader struct {
 
 	buf    []byte
 	bufOff int64 // file offset of buf[0]
+
+	file     *os.File // set by NewFileReader: View may map it
+	mapped   []byte   // file mapped read-only, once a view asked for it
+	mapTried bool
 }
 
 const bufSize = 64 << 10
@@ -86,6 +91,13 @@ const bufSize = 64 << 10
 // NewReader returns a Reader over the first size bytes of r, starting at 0.
 func NewReader(r io.ReaderAt, size int64, file string) *Reader {
 	return &Reader{r: r, size: size, File: file}
+}
+
+// NewFileReader returns a Reader over the first size bytes of f, like
+// NewReader, that may also serve large views (View) from a read-only mapping
+// of f.
+func NewFileReader(f *os.File, size int64, file string) *Reader {
+	return &Reader{r: f, size: size, File: file, file: f}
 }
 
 // Offset returns the current position.
@@ -242,6 +254,36 @@ func (r *Reader) Bytes(n uint64, what string) ([]byte, error) {
 	}
 	r.off += int64(n)
 	return out, nil
+}
+
+// MinMappedView is the smallest view that View serves from a mapping of the
+// file: below it, a copy costs less than the mapping it would keep.
+const MinMappedView = 64 << 10
+
+// View returns the next n bytes, which the caller must never modify, after
+// checking n as Bytes does. From a Reader made by NewFileReader, a view of at
+// least MinMappedView bytes is a slice of the file mapped read-only: it costs
+// neither a copy nor fresh memory, only the page cache's pages, which matters
+// where a fresh page costs more than copying 4 KiB into it (virtual machines
+// among them). The file is mapped once per Reader, whole, and never unmapped,
+// since what is built on a view can outlive the Reader. If another process
+// truncates the file while a view is in use, touching the pages it lost
+// faults (SIGBUS), as in every program that maps its input. Where mapping is
+// unavailable or fails, View copies, as Bytes does.
+func (r *Reader) View(n uint64, what string) ([]byte, error) {
+	if err := r.CheckLength(n, 1, what); err != nil {
+		return nil, err
+	}
+	if n >= MinMappedView && r.file != nil && !r.mapTried {
+		r.mapTried = true
+		r.mapped, _ = mapReadOnly(r.file, r.size)
+	}
+	if n >= MinMappedView && r.mapped != nil {
+		b := r.mapped[r.off : r.off+int64(n) : r.off+int64(n)]
+		r.off += int64(n)
+		return b, nil
+	}
+	return r.Bytes(n, what)
 }
 
 // String reads n bytes as a string.

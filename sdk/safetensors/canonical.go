@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -24,7 +25,7 @@ import (
 // its shape), and ParseHeader then parses the header with encoding/json,
 // whose errors say what is wrong. What it accepts, the encoding/json path
 // accepts with the same result (FuzzCanonicalAgreesWithJSON).
-func parseCanonical(raw []byte) (h *Header, ok bool) {
+func parseCanonical(raw []byte, share bool) (h *Header, ok bool) {
 	p := canonicalParser{b: raw}
 	p.space()
 	if !p.eat('{') {
@@ -38,12 +39,12 @@ func parseCanonical(raw []byte) (h *Header, ok bool) {
 	first := p.i
 	if len(raw) >= parallelFrom && runtime.GOMAXPROCS(0) > 1 {
 		if split := memberNear(raw, first+len(raw[first:])/2); split > 0 {
-			if h, ok, sure := parseHalves(raw, first, split); sure {
+			if h, ok, sure := parseHalves(raw, first, split, share); sure {
 				return h, ok
 			}
 		}
 	}
-	run, ok := parseMembers(raw, first, len(raw), nil)
+	run, ok := parseMembers(raw, first, len(raw), nil, share)
 	if !ok {
 		return nil, false
 	}
@@ -87,12 +88,12 @@ func maxEntries(b []byte) int {
 // takes them to the object's end and the end of raw. With stop < len(raw)
 // it takes them until the member that starts exactly at stop, and fails if
 // none does.
-func parseMembers(raw []byte, from, stop int, tensors []Entry) (*memberRun, bool) {
+func parseMembers(raw []byte, from, stop int, tensors []Entry, share bool) (*memberRun, bool) {
 	n := maxEntries(raw[from:stop])
 	if tensors == nil {
 		tensors = make([]Entry, 0, n)
 	}
-	p := canonicalParser{b: raw, i: from, dims: make([]uint64, 0, 2*n+1)}
+	p := canonicalParser{b: raw, i: from, dims: make([]uint64, 0, 2*n+1), share: share}
 	r := &memberRun{tensors: tensors, seen: make(map[string]struct{}, n)}
 	for {
 		name, ok := p.str()
@@ -158,7 +159,7 @@ func memberNear(raw []byte, i int) int {
 // on at once, and joins them. The first half's parse ends exactly at split
 // only if a member starts there, so the halves parse as the whole would.
 // sure is false when it does not, and the header must be parsed whole.
-func parseHalves(raw []byte, first, split int) (h *Header, ok, sure bool) {
+func parseHalves(raw []byte, first, split int, share bool) (h *Header, ok, sure bool) {
 	n1, n2 := maxEntries(raw[first:split]), maxEntries(raw[split:])
 	all := make([]Entry, 0, n1+n2)
 	var second *memberRun
@@ -166,9 +167,9 @@ func parseHalves(raw []byte, first, split int) (h *Header, ok, sure bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		second, secondOK = parseMembers(raw, split, len(raw), all[n1:n1:n1+n2])
+		second, secondOK = parseMembers(raw, split, len(raw), all[n1:n1:n1+n2], share)
 	}()
-	firstRun, firstOK := parseMembers(raw, first, split, all[:0:n1])
+	firstRun, firstOK := parseMembers(raw, first, split, all[:0:n1], share)
 	<-done
 	if !firstOK {
 		return nil, false, false
@@ -206,6 +207,9 @@ type canonicalParser struct {
 	// dims backs every entry's shape, each a slice of it capped at its own
 	// length, so that an append to one shape cannot reach the next.
 	dims []uint64
+	// share says b is never modified, so the strings taken from it may
+	// share its bytes instead of copying them.
+	share bool
 }
 
 func (p *canonicalParser) space() {
@@ -255,6 +259,9 @@ func (p *canonicalParser) next(end byte) bool {
 // valid UTF-8: ParseHeader checked).
 func (p *canonicalParser) str() (string, bool) {
 	b, ok := p.strBytes()
+	if p.share && len(b) > 0 {
+		return unsafe.String(&b[0], len(b)), ok
+	}
 	return string(b), ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -49,21 +50,36 @@ func TestCanonicalHeadersTakeTheFastPath(t *testing.T) {
 		`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},  `, // the same, padded
 	}
 	for _, h := range fast {
-		got, ok := parseCanonical([]byte(h))
-		if !ok {
-			t.Errorf("%s: not taken by the fast path", h)
-			continue
-		}
-		want, err := parseJSON([]byte(h), "x")
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: fast path %+v, encoding/json %+v, %v", h, got, want, err)
+		for _, share := range []bool{false, true} {
+			raw := []byte(h)
+			got, ok := parseCanonical(raw, share)
+			if !ok {
+				t.Errorf("%s: not taken by the fast path", h)
+				continue
+			}
+			want, err := parseJSON(raw, "x")
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: fast path (sharing %v) %+v, encoding/json %+v, %v", h, share, got, want, err)
+			}
+			for _, e := range got.Tensors {
+				if shares := e.Name != "" && within(e.Name, raw); shares != (share && e.Name != "") {
+					t.Errorf("%s: sharing %v, but the name %q shares the header: %v", h, share, e.Name, shares)
+				}
+			}
 		}
 	}
 	for _, h := range slow {
-		if _, ok := parseCanonical([]byte(h)); ok {
+		if _, ok := parseCanonical([]byte(h), false); ok {
 			t.Errorf("%s: taken by the fast path", h)
 		}
 	}
+}
+
+// within reports whether s lies inside the memory of b.
+func within(s string, b []byte) bool {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= start && p+uintptr(len(s)) <= start+uintptr(len(b))
 }
 
 // FuzzCanonicalAgreesWithJSON holds the fast path to encoding/json: what
@@ -82,7 +98,7 @@ func FuzzCanonicalAgreesWithJSON(f *testing.F) {
 		if !utf8.Valid(raw) {
 			return // ParseHeader refuses it before either path
 		}
-		got, ok := parseCanonical(raw)
+		got, ok := parseCanonical(raw, true)
 		if !ok {
 			return
 		}
@@ -169,7 +185,7 @@ func TestCanonicalHalvesParseAsTheWhole(t *testing.T) {
 		if split < 0 {
 			t.Fatal("no member found near the middle")
 		}
-		got, ok, sure := parseHalves(raw, 1, split)
+		got, ok, sure := parseHalves(raw, 1, split, false)
 		if !ok || !sure {
 			t.Fatalf("metadata at %d: halves not parsed (ok %v, sure %v)", meta, ok, sure)
 		}
@@ -180,7 +196,7 @@ func TestCanonicalHalvesParseAsTheWhole(t *testing.T) {
 	}
 	// The same name in each half.
 	raw := bigHeader(n, -1, map[int]string{10: "dup", n - 10: "dup"})
-	if _, ok := parseCanonical(raw); ok {
+	if _, ok := parseCanonical(raw, false); ok {
 		t.Fatal("a name in both halves took the fast path")
 	}
 	if _, err := ParseHeader(raw, "x"); err == nil || !strings.Contains(err.Error(), "appears twice") {
@@ -189,7 +205,7 @@ func TestCanonicalHalvesParseAsTheWhole(t *testing.T) {
 	// A split that is not where a member starts is noticed.
 	raw = bigHeader(n, -1, nil)
 	split := memberNear(raw, len(raw)/2)
-	if _, _, sure := parseHalves(raw, 1, split+1); sure {
+	if _, _, sure := parseHalves(raw, 1, split+1, false); sure {
 		t.Fatal("a split inside a member was taken")
 	}
 }
@@ -213,11 +229,11 @@ func FuzzHalvesAgreeWithWhole(f *testing.F) {
 		if split < 0 {
 			return
 		}
-		halves, ok, sure := parseHalves(raw, first, split)
+		halves, ok, sure := parseHalves(raw, first, split, false)
 		if !sure {
 			return
 		}
-		whole, wholeOK := parseMembers(raw, first, len(raw), nil)
+		whole, wholeOK := parseMembers(raw, first, len(raw), nil, false)
 		if ok != wholeOK {
 			t.Fatalf("halves ok %v, whole ok %v, on %q split at %d", ok, wholeOK, raw, split)
 		}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"maps"
 	"math/bits"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,9 @@ func (h *Header) Tensor(name string) (*Entry, bool) {
 // checks the tensor table against it. It reads only the header.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 	br := binio.NewReader(r, size, file)
+	if f, ok := r.(*os.File); ok {
+		br = binio.NewFileReader(f, size, file)
+	}
 	br.MaxAlloc = MaxHeaderSize
 	n, err := br.U64("header length")
 	if err != nil {
@@ -88,11 +92,13 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 	if n > uint64(br.Remaining()) {
 		return nil, binio.Errorf(file, 0, "header length %d is longer than the %d bytes left in the file (truncated?)", n, br.Remaining())
 	}
-	raw, err := br.Bytes(n, "JSON header")
+	raw, err := br.View(n, "JSON header")
 	if err != nil {
 		return nil, err
 	}
-	h, err := ParseHeader(raw, file)
+	// raw is ours (a fresh copy or a view of the mapped file) and never
+	// modified, so the names can share it.
+	h, err := parseHeader(raw, file, true)
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +125,18 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 // shapes, offsets contiguous from zero. Offsets in errors are relative to
 // the start of the file, assuming the standard 8-byte prefix.
 func ParseHeader(raw []byte, file string) (*Header, error) {
+	return parseHeader(raw, file, false)
+}
+
+// parseHeader is ParseHeader; with share, the names it takes from raw
+// share raw's bytes, which must then never be modified.
+func parseHeader(raw []byte, file string, share bool) (*Header, error) {
 	const base = 8
 	if !utf8.Valid(raw) {
 		i := firstInvalidUTF8(raw)
 		return nil, binio.Errorf(file, base+int64(i), "header is not valid UTF-8")
 	}
-	h, ok := parseCanonical(raw)
+	h, ok := parseCanonical(raw, share)
 	if !ok {
 		var err error
 		if h, err = parseJSON(raw, file); err != nil {

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unsafe"
 )
 
 // ValueType is the type of a metadata value. The numbering is GGUF's, so a
@@ -78,8 +81,11 @@ type Value struct {
 	bits  uint64   // scalar number or bool, as stored (floats by their IEEE bits)
 	str   string   // string scalar
 	strs  []string // array of strings
-	raw   []byte   // array of fixed-size elements, little-endian
-	items []Value  // array of arrays
+	// packed is an array of strings kept as GGUF stores them; strs is nil
+	// when it is set.
+	packed *packedStrings
+	raw    []byte  // array of fixed-size elements, little-endian
+	items  []Value // array of arrays
 }
 
 func scalar(t ValueType, bits uint64) Value { return Value{typ: t, valid: true, bits: bits} }
@@ -150,6 +156,78 @@ func StringArray(s []string) Value {
 	return Value{typ: TypeArray, elem: TypeString, valid: true, strs: s}
 }
 
+// PackedStringArray returns an array of the n strings that layout holds as
+// GGUF stores a string array: each string a little-endian u64 byte length
+// followed by its bytes, back to back. It checks that layout holds exactly n
+// strings. The slice is kept, not copied, and must never be modified: a
+// reader can hand out a view of a mapped file, and a vocabulary of 150,000
+// tokens then costs no copy and no 150,000 string headers until someone asks
+// for them (StringSlice).
+func PackedStringArray(layout []byte, n int) (Value, error) {
+	pos := uint64(0)
+	for i := range n {
+		if uint64(len(layout))-pos < 8 {
+			return Value{}, fmt.Errorf("packed string array: the layout ends in the length of element %d of %d", i, n)
+		}
+		l := binary.LittleEndian.Uint64(layout[pos:])
+		pos += 8
+		if l > uint64(len(layout))-pos {
+			return Value{}, fmt.Errorf("packed string array: element %d of %d claims %d bytes, only %d are left", i, n, l, uint64(len(layout))-pos)
+		}
+		pos += l
+	}
+	if pos != uint64(len(layout)) {
+		return Value{}, fmt.Errorf("packed string array: %d bytes are left after its %d elements", uint64(len(layout))-pos, n)
+	}
+	return Value{typ: TypeArray, elem: TypeString, valid: true, packed: &packedStrings{layout: layout, n: n}}, nil
+}
+
+// packedStrings is a string array in GGUF's layout. Its []string is built
+// once, on the first call that needs one.
+type packedStrings struct {
+	layout []byte
+	n      int
+	once   sync.Once
+	strs   []string
+}
+
+// at returns element i by walking the lengths from the start, for the first
+// few elements, which is all a summary shows.
+func (p *packedStrings) at(i int) string {
+	pos := uint64(0)
+	for range i {
+		pos += 8 + binary.LittleEndian.Uint64(p.layout[pos:])
+	}
+	l := binary.LittleEndian.Uint64(p.layout[pos:])
+	return p.str(pos+8, l)
+}
+
+// str returns the l bytes at pos as a string sharing the layout, which is
+// never modified.
+func (p *packedStrings) str(pos, l uint64) string {
+	if l == 0 {
+		return ""
+	}
+	return unsafe.String(&p.layout[pos], int(l))
+}
+
+func (p *packedStrings) slice() []string {
+	p.once.Do(func() {
+		p.strs = make([]string, p.n)
+		pos := uint64(0)
+		for i := range p.strs {
+			l := binary.LittleEndian.Uint64(p.layout[pos:])
+			p.strs[i] = p.str(pos+8, l)
+			pos += 8 + l
+		}
+	})
+	return p.strs
+}
+
+// walkLimit is the last index that Index finds by walking a packed array's
+// lengths; past it, Index builds the array's []string once.
+const walkLimit = 64
+
 // ArrayValue returns an array of fixed-size elements of type elem, packed
 // little-endian in raw. The slice is kept, not copied.
 func ArrayValue(elem ValueType, raw []byte) (Value, error) {
@@ -208,6 +286,9 @@ func (v Value) Len() int {
 	}
 	switch v.elem {
 	case TypeString:
+		if v.packed != nil {
+			return v.packed.n
+		}
 		return len(v.strs)
 	case TypeArray:
 		return len(v.items)
@@ -278,12 +359,40 @@ func (v Value) Str() (string, bool) {
 	return v.str, true
 }
 
-// StringSlice returns the elements of a string array. The slice is shared.
+// StringSlice returns the elements of a string array. The slice is shared
+// and must not be modified. An array made by PackedStringArray builds it on
+// the first call.
 func (v Value) StringSlice() ([]string, bool) {
 	if v.typ != TypeArray || v.elem != TypeString {
 		return nil, false
 	}
+	if v.packed != nil {
+		return v.packed.slice(), true
+	}
 	return v.strs, true
+}
+
+// PackedStrings returns a string array in GGUF's layout (see
+// PackedStringArray), ready to be written as one block. For an array made by
+// PackedStringArray the slice is shared and must not be modified; otherwise
+// it is built.
+func (v Value) PackedStrings() ([]byte, bool) {
+	if v.typ != TypeArray || v.elem != TypeString {
+		return nil, false
+	}
+	if v.packed != nil {
+		return v.packed.layout, true
+	}
+	size := 8 * len(v.strs)
+	for _, s := range v.strs {
+		size += len(s)
+	}
+	out := make([]byte, 0, size)
+	for _, s := range v.strs {
+		out = binary.LittleEndian.AppendUint64(out, uint64(len(s)))
+		out = append(out, s...)
+	}
+	return out, true
 }
 
 // Raw returns the packed little-endian elements of a fixed-size array. The
@@ -308,8 +417,11 @@ func (v Value) Index(i int) Value {
 	switch {
 	case v.typ != TypeArray || i < 0 || i >= v.Len():
 		return Value{}
+	case v.elem == TypeString && v.packed != nil && i <= walkLimit:
+		return StringValue(v.packed.at(i))
 	case v.elem == TypeString:
-		return StringValue(v.strs[i])
+		ss, _ := v.StringSlice()
+		return StringValue(ss[i])
 	case v.elem == TypeArray:
 		return v.items[i]
 	}
@@ -344,15 +456,13 @@ func (v Value) Equal(w Value) bool {
 	case v.typ != TypeArray:
 		return v.bits == w.bits
 	case v.elem == TypeString:
-		if len(v.strs) != len(w.strs) {
-			return false
+		if v.packed != nil && w.packed != nil {
+			// The layout is one-to-one with the strings.
+			return v.packed.n == w.packed.n && bytes.Equal(v.packed.layout, w.packed.layout)
 		}
-		for i := range v.strs {
-			if v.strs[i] != w.strs[i] {
-				return false
-			}
-		}
-		return true
+		vs, _ := v.StringSlice()
+		ws, _ := w.StringSlice()
+		return slices.Equal(vs, ws)
 	case v.elem == TypeArray:
 		if len(v.items) != len(w.items) {
 			return false
