@@ -95,6 +95,9 @@ func FuzzNewFile(f *testing.F) {
 		if err != nil {
 			return // nested arrays, long names: readable, not writable
 		}
+		if bound := headerBound(&file.Metadata, specs); bound != len(l.Header) {
+			t.Fatalf("PlanFile reserved %d bytes for a header of %d", bound, len(l.Header))
+		}
 		back, err := NewFile(&zeroTail{head: l.Header}, int64(l.FileSize), "again.gguf")
 		if err != nil {
 			t.Fatalf("re-encoded header does not parse: %v", err)

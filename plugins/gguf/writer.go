@@ -61,6 +61,10 @@ func PlanFile(md *tensor.Metadata, tensors []TensorSpec, alignment uint64) (*Lay
 		return nil, fmt.Errorf("alignment %d needs metadata %s = u32 %d, or ggml reads the file with alignment 32", alignment, KeyAlignment, alignment)
 	}
 	var b bytes.Buffer
+	// Sized once: a vocabulary makes a header of megabytes, and growing a
+	// buffer to it by doubling cost a conversion of a small model more than
+	// half its time (allocations, copies and the collections they start).
+	b.Grow(headerBound(md, tensors))
 	w := encoder{&b}
 	w.raw([]byte(Magic))
 	w.u32(3)
@@ -172,6 +176,39 @@ func (e encoder) keyValue(key string, v tensor.Value) error {
 	}
 	e.raw(raw)
 	return nil
+}
+
+// headerBound bounds the bytes PlanFile encodes: exact for the metadata,
+// and counting every dimension of a tensor's shape, some of which the
+// encoding drops.
+func headerBound(md *tensor.Metadata, tensors []TensorSpec) int {
+	n := len(Magic) + 4 + 8 + 8
+	md.All(func(key string, v tensor.Value) bool {
+		n += 8 + len(key) + 4 + valueLen(v)
+		return true
+	})
+	for _, t := range tensors {
+		n += 8 + len(t.Name) + 4 + 8*len(t.Shape) + 4 + 8
+	}
+	return n
+}
+
+// valueLen is the length of v as keyValue encodes it after its type, for
+// the values GGUF can hold.
+func valueLen(v tensor.Value) int {
+	if s, ok := v.Str(); ok {
+		return 8 + len(s)
+	}
+	if v.Type() != tensor.TypeArray {
+		return v.Type().Size()
+	}
+	if n, ok := v.PackedLen(); ok {
+		return 4 + 8 + n
+	}
+	if raw, ok := v.Raw(); ok {
+		return 4 + 8 + len(raw)
+	}
+	return 0 // an array of arrays, which keyValue refuses
 }
 
 func boolByte(b bool) uint8 {

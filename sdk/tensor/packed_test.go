@@ -59,6 +59,9 @@ func TestPackedStringArrayReadsLikeAStringArray(t *testing.T) {
 		if l, ok := v.PackedStrings(); !ok || !bytes.Equal(l, layoutOf(strs)) {
 			t.Errorf("PackedStrings of the %T form differs from GGUF's layout", v.packed)
 		}
+		if n, ok := v.PackedLen(); !ok || n != len(layoutOf(strs)) {
+			t.Errorf("PackedLen of the %T form is %d, the layout %d bytes", v.packed, n, len(layoutOf(strs)))
+		}
 	}
 	empty, err := PackedStringArray(nil, 0)
 	if err != nil || empty.Len() != 0 || !empty.Equal(StringArray(nil)) {

@@ -383,16 +383,30 @@ func (v Value) PackedStrings() ([]byte, bool) {
 	if v.packed != nil {
 		return v.packed.layout, true
 	}
-	size := 8 * len(v.strs)
-	for _, s := range v.strs {
-		size += len(s)
-	}
+	size, _ := v.PackedLen()
 	out := make([]byte, 0, size)
 	for _, s := range v.strs {
 		out = binary.LittleEndian.AppendUint64(out, uint64(len(s)))
 		out = append(out, s...)
 	}
 	return out, true
+}
+
+// PackedLen returns the length of a string array in GGUF's layout (see
+// PackedStringArray) without building it: 8 bytes and the bytes of each
+// string.
+func (v Value) PackedLen() (int, bool) {
+	if v.typ != TypeArray || v.elem != TypeString {
+		return 0, false
+	}
+	if v.packed != nil {
+		return len(v.packed.layout), true
+	}
+	n := 8 * len(v.strs)
+	for _, s := range v.strs {
+		n += len(s)
+	}
+	return n, true
 }
 
 // Raw returns the packed little-endian elements of a fixed-size array. The
