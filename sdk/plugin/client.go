@@ -37,7 +37,7 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 		sink:   pb.NewSinkClient(conn),
 		wrap:   func(err error) error { return err },
 	}
-	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor})
+	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor, HostPackedStrings: true})
 	if err != nil {
 		return nil, fmt.Errorf("asking the plugin what it serves: %w", fromStatus(err))
 	}
@@ -306,7 +306,7 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 	}
 	ctx, cancel := s.c.unary(ctx, "Plan")
 	defer cancel()
-	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: ManifestToProto(in)})
+	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: manifestToProto(in, s.c.info.PackedStrings)})
 	if err != nil {
 		return nil, s.c.callErr(ctx, err)
 	}
@@ -318,7 +318,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 		return err
 	}
 	req := &pb.BeginRequest{
-		Session: s.session, Manifest: ManifestToProto(m), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
+		Session: s.session, Manifest: manifestToProto(m, s.c.info.PackedStrings), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
 		Finalize: opts.Finalize, Digests: opts.Digests, NoFsync: opts.NoFsync,
 	}
 	for _, i := range opts.Shards {

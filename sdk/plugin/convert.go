@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -10,18 +11,24 @@ import (
 // maxValueDepth caps the nesting of metadata arrays on the wire.
 const maxValueDepth = 16
 
-func valueToProto(v tensor.Value) *pb.Value {
+// valueToProto converts a value to its wire form; with packed, string arrays
+// travel as one block (Value.packed_strs, protocol 1.5), for a peer that
+// announced it takes them.
+func valueToProto(v tensor.Value, packed bool) *pb.Value {
 	out := &pb.Value{Type: uint32(v.Type()), Elem: uint32(v.Elem()), Bits: v.Bits()}
 	switch {
 	case v.Type() == tensor.TypeString:
 		out.Str, _ = v.Str()
+	case v.Type() == tensor.TypeArray && v.Elem() == tensor.TypeString && packed:
+		layout, _ := v.PackedStrings()
+		out.PackedStrs = &pb.PackedStrings{Count: uint64(v.Len()), Layout: layout}
 	case v.Type() == tensor.TypeArray && v.Elem() == tensor.TypeString:
 		out.Strs, _ = v.StringSlice()
 	case v.Type() == tensor.TypeArray && v.Elem() == tensor.TypeArray:
 		items, _ := v.Items()
 		out.Items = make([]*pb.Value, len(items))
 		for i, it := range items {
-			out.Items[i] = valueToProto(it)
+			out.Items[i] = valueToProto(it, packed)
 		}
 	case v.Type() == tensor.TypeArray:
 		out.Raw, _ = v.Raw()
@@ -48,6 +55,8 @@ func valueFromProto(p *pb.Value, depth int) (tensor.Value, error) {
 		switch {
 		case !elem.Valid():
 			return tensor.Value{}, fmt.Errorf("invalid metadata array element type %d", p.Elem)
+		case elem == tensor.TypeString && p.PackedStrs != nil:
+			return packedFromProto(p)
 		case elem == tensor.TypeString:
 			return tensor.StringArray(p.Strs), nil
 		case elem == tensor.TypeArray:
@@ -66,14 +75,40 @@ func valueFromProto(p *pb.Value, depth int) (tensor.Value, error) {
 	return tensor.Scalar(t, p.Bits)
 }
 
-// ManifestToProto converts a manifest to its wire form.
-func ManifestToProto(m *tensor.Manifest) *pb.Manifest {
+// packedFromProto takes a string array sent as one block, checking its
+// layout and, as protobuf checks a string field, that every string is UTF-8.
+func packedFromProto(p *pb.Value) (tensor.Value, error) {
+	if len(p.Strs) != 0 {
+		return tensor.Value{}, fmt.Errorf("string array sent both as strings and as a block")
+	}
+	if p.PackedStrs.Count > uint64(len(p.PackedStrs.Layout))/8 {
+		return tensor.Value{}, fmt.Errorf("string array of %d strings in a block of %d bytes", p.PackedStrs.Count, len(p.PackedStrs.Layout))
+	}
+	v, err := tensor.PackedStringArray(p.PackedStrs.Layout, int(p.PackedStrs.Count))
+	if err != nil {
+		return tensor.Value{}, err
+	}
+	for i, s := range v.Strings() {
+		if !utf8.ValidString(s) {
+			return tensor.Value{}, fmt.Errorf("element %d of a string array is not valid UTF-8", i)
+		}
+	}
+	return v, nil
+}
+
+// ManifestToProto converts a manifest to its wire form, as every peer reads
+// it.
+func ManifestToProto(m *tensor.Manifest) *pb.Manifest { return manifestToProto(m, false) }
+
+// manifestToProto is ManifestToProto; with packed, string arrays travel as
+// one block each (protocol 1.5).
+func manifestToProto(m *tensor.Manifest, packed bool) *pb.Manifest {
 	out := &pb.Manifest{
 		Metadata: make([]*pb.KeyValue, 0, m.Metadata.Len()),
 		Tensors:  make([]*pb.TensorInfo, len(m.Tensors)),
 	}
 	m.Metadata.All(func(k string, v tensor.Value) bool {
-		out.Metadata = append(out.Metadata, &pb.KeyValue{Key: k, Value: valueToProto(v)})
+		out.Metadata = append(out.Metadata, &pb.KeyValue{Key: k, Value: valueToProto(v, packed)})
 		return true
 	})
 	for i := range m.Tensors {
@@ -136,7 +171,7 @@ func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
 		Name:          i.Name,
 		Version:       i.Version,
 		ProtocolMinor: uint32(i.ProtocolMinor),
-		Capabilities:  &pb.Capabilities{Arena: arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries, WriteData: i.WriteData},
+		Capabilities:  &pb.Capabilities{Arena: arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries, WriteData: i.WriteData, PackedStrings: i.PackedStrings},
 	}
 	add := func(kind pb.Component_Kind, cs []ComponentInfo) {
 		for _, c := range cs {
@@ -153,7 +188,8 @@ func infoToProto(i *Info, arena bool) *pb.GetInfoResponse {
 func infoFromProto(p *pb.GetInfoResponse) *Info {
 	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor),
 		Arena: p.GetCapabilities().GetArena(), FileRefs: p.GetCapabilities().GetFileRef(),
-		WriteSeries: p.GetCapabilities().GetWriteSeries(), WriteData: p.GetCapabilities().GetWriteData()}
+		WriteSeries: p.GetCapabilities().GetWriteSeries(), WriteData: p.GetCapabilities().GetWriteData(),
+		PackedStrings: p.GetCapabilities().GetPackedStrings()}
 	for _, c := range p.Components {
 		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
 		switch c.Kind {

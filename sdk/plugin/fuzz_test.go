@@ -44,6 +44,7 @@ func manifestSeeds() [][]byte {
 		&pb.PlanRequest{Session: 1, Manifest: ManifestToProto(m)},
 		&pb.PlanRequest{Session: 1, Manifest: ManifestToProto(&tensor.Manifest{})},
 		&pb.PlanRequest{Session: 1, Manifest: &pb.Manifest{Metadata: []*pb.KeyValue{{Key: "k", Value: &pb.Value{Type: 9, Elem: 9, Items: []*pb.Value{{Type: 9, Elem: 4, Raw: []byte{1, 0, 0, 0}}}}}}}},
+		&pb.PlanRequest{Session: 1, Manifest: manifestToProto(m, true)},
 	} {
 		b, err := proto.Marshal(req)
 		if err != nil {
@@ -78,6 +79,13 @@ func FuzzManifestFromProto(f *testing.F) {
 		}
 		if twice := ManifestToProto(back); !proto.Equal(once, twice) {
 			t.Fatalf("the manifest changed in a round trip:\n%v\n%v", once, twice)
+		}
+		packed, err := ManifestFromProto(manifestToProto(m, true))
+		if err != nil {
+			t.Fatalf("a manifest this side produced with string arrays in blocks does not convert back: %v", err)
+		}
+		if twice := ManifestToProto(packed); !proto.Equal(once, twice) {
+			t.Fatalf("the manifest changed in a round trip with string arrays in blocks:\n%v\n%v", once, twice)
 		}
 	})
 }

@@ -9,11 +9,11 @@ import (
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
 // without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
-// tensors gathered into one message). Minors are
+// tensors gathered into one message, 1.5 string arrays in one block). Minors are
 // additive: a peer of another minor of the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 4
+	ProtocolMinor   = 5
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -38,6 +38,10 @@ type Info struct {
 	// (protocol 1.4); to one that does not, the host writes each such tensor
 	// on its own.
 	WriteData bool
+	// PackedStrings reports that the plugin takes string arrays as one
+	// block each (protocol 1.5); to one that does not, the host sends them as
+	// strings.
+	PackedStrings bool
 }
 
 // ComponentInfo describes one source or sink type.
@@ -66,7 +70,7 @@ func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
 
 // Info describes the plugin as a client would see it.
 func (p *Plugin) Info() *Info {
-	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true, WriteData: true}
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true, WriteData: true, PackedStrings: true}
 	for _, s := range p.Sources {
 		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
 	}

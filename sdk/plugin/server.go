@@ -26,6 +26,10 @@ type server struct {
 	impl  *Plugin
 	arena *Arena
 
+	// hostPacked: the host takes string arrays as one block (protocol 1.5),
+	// as it said in GetInfo.
+	hostPacked atomic.Bool
+
 	mu      sync.Mutex
 	next    atomic.Uint64
 	sources map[uint64]*sourceSession
@@ -44,6 +48,7 @@ func newServer(p *Plugin, arena *Arena) *server {
 }
 
 func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
+	s.hostPacked.Store(req.HostPackedStrings)
 	return infoToProto(s.impl.Info(), s.arena != nil), nil
 }
 
@@ -163,7 +168,7 @@ func (s sourceServer) Describe(ctx context.Context, req *pb.SessionRequest) (*pb
 	if err := checkWireStrings(m); err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.DescribeResponse{Manifest: ManifestToProto(m)}, nil
+	return &pb.DescribeResponse{Manifest: manifestToProto(m, s.hostPacked.Load())}, nil
 }
 
 func (s sourceServer) Close(ctx context.Context, req *pb.SessionRequest) (*pb.Empty, error) {

@@ -63,11 +63,9 @@ func checkValueStrings(v tensor.Value) string {
 	if s, ok := v.Str(); ok && !utf8.ValidString(s) {
 		return fmt.Sprintf("the value %q", s)
 	}
-	if ss, ok := v.StringSlice(); ok {
-		for i, s := range ss {
-			if !utf8.ValidString(s) {
-				return fmt.Sprintf("element %d, %q", i, s)
-			}
+	for i, s := range v.Strings() {
+		if !utf8.ValidString(s) {
+			return fmt.Sprintf("element %d, %q", i, s)
 		}
 	}
 	if items, ok := v.Items(); ok {

@@ -33,6 +33,15 @@ func TestInvalidUTF8IsBadInput(t *testing.T) {
 			m.Tensors = []tensor.TensorInfo{{Name: "w", DType: tensor.U8, Shape: []uint64{1}, Size: 1, Location: &tensor.FileRef{Path: "/models/m.gguf", Length: 1}}}
 			return m
 		}(),
+		"string value in one block": func() *tensor.Manifest {
+			m := &tensor.Manifest{}
+			v, err := tensor.PackedStringArray([]byte("\x01\x00\x00\x00\x00\x00\x00\x00a\x02\x00\x00\x00\x00\x00\x00\x00\xe4\xbd"), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Metadata.Set("tokenizer.ggml.tokens", v)
+			return m
+		}(),
 		"tensor name": {Tensors: []tensor.TensorInfo{{Name: "w\xff", DType: tensor.U8, Shape: []uint64{1}, Size: 1}}},
 		"attribute":   {Tensors: []tensor.TensorInfo{{Name: "w", DType: tensor.U8, Shape: []uint64{1}, Size: 1, Attrs: map[string]string{"unit": "\xff"}}}},
 	} {

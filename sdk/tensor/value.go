@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -370,6 +371,32 @@ func (v Value) StringSlice() ([]string, bool) {
 		return v.packed.slice(), true
 	}
 	return v.strs, true
+}
+
+// Strings iterates over the elements of a string array without building a
+// []string: an array made by PackedStringArray is walked in place.
+func (v Value) Strings() iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		if v.typ != TypeArray || v.elem != TypeString {
+			return
+		}
+		if v.packed == nil {
+			for i, s := range v.strs {
+				if !yield(i, s) {
+					return
+				}
+			}
+			return
+		}
+		p, pos := v.packed, uint64(0)
+		for i := range p.n {
+			l := binary.LittleEndian.Uint64(p.layout[pos:])
+			if !yield(i, p.str(pos+8, l)) {
+				return
+			}
+			pos += 8 + l
+		}
+	}
 }
 
 // PackedStrings returns a string array in GGUF's layout (see

@@ -1,12 +1,23 @@
-// Sluice plugin protocol, version 1.4: version 1.3 plus converted tensors
-// gathered into one message.
+// Sluice plugin protocol, version 1.5: version 1.4 plus string arrays sent
+// in one block.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.4 host, and the reverse.
+// a 1.5 host, and the reverse.
+//
+// Added in 1.5:
+//   - Value.packed_strs: a string array as one block in GGUF's layout (each
+//     string a little-endian u64 byte length, then its bytes) with its count,
+//     in place of Value.strs, so that a vocabulary of 150,000 tokens crosses
+//     as one field, not 150,000 strings to encode, allocate and check one by
+//     one;
+//   - Capabilities.packed_strings: the plugin takes packed_strs in what the
+//     host sends (Plan, Begin); GetInfoRequest.host_packed_strings: the host
+//     takes it in what the plugin sends (Describe). Each side sends it only
+//     to a peer that announced it.
 //
 // Added in 1.4:
 //   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
@@ -53,7 +64,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.4.proto
+// source: sluice_plugin_1.5.proto
 
 package pluginv1
 
@@ -210,7 +221,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.4.proto",
+	Metadata: "sluice_plugin_1.5.proto",
 }
 
 const (
@@ -429,7 +440,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.4.proto",
+	Metadata: "sluice_plugin_1.5.proto",
 }
 
 const (
@@ -782,5 +793,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.4.proto",
+	Metadata: "sluice_plugin_1.5.proto",
 }

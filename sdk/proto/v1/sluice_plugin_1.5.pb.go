@@ -1,12 +1,23 @@
-// Sluice plugin protocol, version 1.4: version 1.3 plus converted tensors
-// gathered into one message.
+// Sluice plugin protocol, version 1.5: version 1.4 plus string arrays sent
+// in one block.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
 // and messages that an older peer ignores (protobuf skips unknown fields), and
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
-// a 1.4 host, and the reverse.
+// a 1.5 host, and the reverse.
+//
+// Added in 1.5:
+//   - Value.packed_strs: a string array as one block in GGUF's layout (each
+//     string a little-endian u64 byte length, then its bytes) with its count,
+//     in place of Value.strs, so that a vocabulary of 150,000 tokens crosses
+//     as one field, not 150,000 strings to encode, allocate and check one by
+//     one;
+//   - Capabilities.packed_strings: the plugin takes packed_strs in what the
+//     host sends (Plan, Begin); GetInfoRequest.host_packed_strings: the host
+//     takes it in what the plugin sends (Describe). Each side sends it only
+//     to a peer that announced it.
 //
 // Added in 1.4:
 //   - WriteStart.data: in a WriteFiles, a tensor whose bytes the host made
@@ -53,7 +64,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.4.proto
+// source: sluice_plugin_1.5.proto
 
 package pluginv1
 
@@ -105,11 +116,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_4_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_5_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_4_proto_enumTypes[0]
+	return &file_sluice_plugin_1_5_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -118,7 +129,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -129,7 +140,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +152,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +165,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -170,14 +181,17 @@ type Capabilities struct {
 	// write_series (1.3): the plugin serves Sink.WriteSeries.
 	WriteSeries bool `protobuf:"varint,4,opt,name=write_series,json=writeSeries,proto3" json:"write_series,omitempty"`
 	// write_data (1.4): the plugin takes WriteStart.data in a WriteFiles.
-	WriteData     bool `protobuf:"varint,5,opt,name=write_data,json=writeData,proto3" json:"write_data,omitempty"`
+	WriteData bool `protobuf:"varint,5,opt,name=write_data,json=writeData,proto3" json:"write_data,omitempty"`
+	// packed_strings (1.5): the plugin takes Value.packed_strs in the
+	// manifests the host sends.
+	PackedStrings bool `protobuf:"varint,6,opt,name=packed_strings,json=packedStrings,proto3" json:"packed_strings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -189,7 +203,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -202,7 +216,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -240,17 +254,27 @@ func (x *Capabilities) GetWriteData() bool {
 	return false
 }
 
+func (x *Capabilities) GetPackedStrings() bool {
+	if x != nil {
+		return x.PackedStrings
+	}
+	return false
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// host_protocol_minor is the newest minor of v1 the host speaks.
 	HostProtocolMinor uint32 `protobuf:"varint,1,opt,name=host_protocol_minor,json=hostProtocolMinor,proto3" json:"host_protocol_minor,omitempty"`
+	// host_packed_strings (1.5): the host takes Value.packed_strs in the
+	// manifests the plugin sends.
+	HostPackedStrings bool `protobuf:"varint,2,opt,name=host_packed_strings,json=hostPackedStrings,proto3" json:"host_packed_strings,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +286,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +299,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -283,6 +307,13 @@ func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
 		return x.HostProtocolMinor
 	}
 	return 0
+}
+
+func (x *GetInfoRequest) GetHostPackedStrings() bool {
+	if x != nil {
+		return x.HostPackedStrings
+	}
+	return false
 }
 
 type GetInfoResponse struct {
@@ -298,7 +329,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +341,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +354,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -375,7 +406,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +418,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +431,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -454,7 +485,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +497,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +510,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -503,7 +534,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -515,7 +546,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -528,7 +559,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -576,7 +607,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +619,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +632,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -628,7 +659,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +671,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +684,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -674,7 +705,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +717,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +730,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -725,7 +756,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +768,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +781,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -769,7 +800,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +812,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +825,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -806,21 +837,24 @@ func (x *SessionRequest) GetSession() uint64 {
 
 // Value is a typed metadata value; the numbering of ValueType is GGUF's.
 type Value struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
-	Elem          uint32                 `protobuf:"varint,2,opt,name=elem,proto3" json:"elem,omitempty"`
-	Bits          uint64                 `protobuf:"fixed64,3,opt,name=bits,proto3" json:"bits,omitempty"`
-	Str           string                 `protobuf:"bytes,4,opt,name=str,proto3" json:"str,omitempty"`
-	Strs          []string               `protobuf:"bytes,5,rep,name=strs,proto3" json:"strs,omitempty"`
-	Raw           []byte                 `protobuf:"bytes,6,opt,name=raw,proto3" json:"raw,omitempty"`
-	Items         []*Value               `protobuf:"bytes,7,rep,name=items,proto3" json:"items,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
+	Elem  uint32                 `protobuf:"varint,2,opt,name=elem,proto3" json:"elem,omitempty"`
+	Bits  uint64                 `protobuf:"fixed64,3,opt,name=bits,proto3" json:"bits,omitempty"`
+	Str   string                 `protobuf:"bytes,4,opt,name=str,proto3" json:"str,omitempty"`
+	Strs  []string               `protobuf:"bytes,5,rep,name=strs,proto3" json:"strs,omitempty"`
+	Raw   []byte                 `protobuf:"bytes,6,opt,name=raw,proto3" json:"raw,omitempty"`
+	Items []*Value               `protobuf:"bytes,7,rep,name=items,proto3" json:"items,omitempty"`
+	// packed_strs (1.5): an array of strings (elem 8) in one block, in place
+	// of strs, to a peer that announced it takes it.
+	PackedStrs    *PackedStrings `protobuf:"bytes,8,opt,name=packed_strs,json=packedStrs,proto3" json:"packed_strs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +866,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +879,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -897,6 +931,69 @@ func (x *Value) GetItems() []*Value {
 	return nil
 }
 
+func (x *Value) GetPackedStrs() *PackedStrings {
+	if x != nil {
+		return x.PackedStrs
+	}
+	return nil
+}
+
+// PackedStrings is an array of count strings laid out as GGUF lays out a
+// string array: each string a little-endian u64 byte length followed by its
+// bytes, back to back, with nothing after the last. Every string is UTF-8,
+// as a protobuf string is.
+type PackedStrings struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Layout        []byte                 `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackedStrings) Reset() {
+	*x = PackedStrings{}
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackedStrings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackedStrings) ProtoMessage() {}
+
+func (x *PackedStrings) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackedStrings.ProtoReflect.Descriptor instead.
+func (*PackedStrings) Descriptor() ([]byte, []int) {
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PackedStrings) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *PackedStrings) GetLayout() []byte {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
 type KeyValue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -907,7 +1004,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1016,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1029,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -960,7 +1057,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1069,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1082,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileRef) GetPath() string {
@@ -1024,7 +1121,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1133,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1146,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1104,7 +1201,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1213,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1226,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1155,7 +1252,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1264,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1277,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1203,7 +1300,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1312,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1325,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1290,7 +1387,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1399,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1412,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1362,7 +1459,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1471,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1484,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1417,7 +1514,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1526,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1539,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1525,7 +1622,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1634,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1647,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1578,7 +1675,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1687,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1700,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1637,7 +1734,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1746,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1759,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1690,7 +1787,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1799,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1812,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1757,7 +1854,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1866,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1879,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1856,7 +1953,7 @@ type BeginRequest struct {
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1965,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1978,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -1954,7 +2051,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2063,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2076,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -2052,7 +2149,7 @@ type WriteFiles struct {
 
 func (x *WriteFiles) Reset() {
 	*x = WriteFiles{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2161,7 @@ func (x *WriteFiles) String() string {
 func (*WriteFiles) ProtoMessage() {}
 
 func (x *WriteFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2174,7 @@ func (x *WriteFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFiles.ProtoReflect.Descriptor instead.
 func (*WriteFiles) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteFiles) GetTensors() []*WriteStart {
@@ -2108,7 +2205,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2217,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2230,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2188,7 +2285,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2297,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2310,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2258,7 +2355,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2367,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2380,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2316,7 +2413,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2425,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_4_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_5_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2438,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_4_proto_rawDescGZIP(), []int{33}
+	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2351,12 +2448,12 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_4_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_5_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_4_proto_rawDesc = "" +
+const file_sluice_plugin_1_5_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.4.proto\x12\x10sluice.plugin.v1\"\a\n" +
-	"\x05Empty\"\xa0\x01\n" +
+	"\x17sluice_plugin_1.5.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x05Empty\"\xc7\x01\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
 	"\bfile_ref\x18\x02 \x01(\bR\afileRef\x12\x1d\n" +
@@ -2364,9 +2461,11 @@ const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"max_inline\x18\x03 \x01(\rR\tmaxInline\x12!\n" +
 	"\fwrite_series\x18\x04 \x01(\bR\vwriteSeries\x12\x1d\n" +
 	"\n" +
-	"write_data\x18\x05 \x01(\bR\twriteData\"@\n" +
+	"write_data\x18\x05 \x01(\bR\twriteData\x12%\n" +
+	"\x0epacked_strings\x18\x06 \x01(\bR\rpackedStrings\"p\n" +
 	"\x0eGetInfoRequest\x12.\n" +
-	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\"\xe7\x01\n" +
+	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\x12.\n" +
+	"\x13host_packed_strings\x18\x02 \x01(\bR\x11hostPackedStrings\"\xe7\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
@@ -2411,7 +2510,7 @@ const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"\fOpenResponse\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\"*\n" +
 	"\x0eSessionRequest\x12\x18\n" +
-	"\asession\x18\x01 \x01(\x04R\asession\"\xaa\x01\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\"\xec\x01\n" +
 	"\x05Value\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04elem\x18\x02 \x01(\rR\x04elem\x12\x12\n" +
@@ -2419,7 +2518,12 @@ const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"\x03str\x18\x04 \x01(\tR\x03str\x12\x12\n" +
 	"\x04strs\x18\x05 \x03(\tR\x04strs\x12\x10\n" +
 	"\x03raw\x18\x06 \x01(\fR\x03raw\x12-\n" +
-	"\x05items\x18\a \x03(\v2\x17.sluice.plugin.v1.ValueR\x05items\"K\n" +
+	"\x05items\x18\a \x03(\v2\x17.sluice.plugin.v1.ValueR\x05items\x12@\n" +
+	"\vpacked_strs\x18\b \x01(\v2\x1f.sluice.plugin.v1.PackedStringsR\n" +
+	"packedStrs\"=\n" +
+	"\rPackedStrings\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x16\n" +
+	"\x06layout\x18\x02 \x01(\fR\x06layout\"K\n" +
 	"\bKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
 	"\x05value\x18\x02 \x01(\v2\x17.sluice.plugin.v1.ValueR\x05value\"M\n" +
@@ -2543,20 +2647,20 @@ const file_sluice_plugin_1_4_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_4_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_4_proto_rawDescData []byte
+	file_sluice_plugin_1_5_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_5_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_4_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_4_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_4_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_4_proto_rawDesc), len(file_sluice_plugin_1_4_proto_rawDesc)))
+func file_sluice_plugin_1_5_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_5_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_5_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_5_proto_rawDesc), len(file_sluice_plugin_1_5_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_4_proto_rawDescData
+	return file_sluice_plugin_1_5_proto_rawDescData
 }
 
-var file_sluice_plugin_1_4_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_4_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
-var file_sluice_plugin_1_4_proto_goTypes = []any{
+var file_sluice_plugin_1_5_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_5_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_sluice_plugin_1_5_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2571,104 +2675,106 @@ var file_sluice_plugin_1_4_proto_goTypes = []any{
 	(*OpenResponse)(nil),     // 11: sluice.plugin.v1.OpenResponse
 	(*SessionRequest)(nil),   // 12: sluice.plugin.v1.SessionRequest
 	(*Value)(nil),            // 13: sluice.plugin.v1.Value
-	(*KeyValue)(nil),         // 14: sluice.plugin.v1.KeyValue
-	(*FileRef)(nil),          // 15: sluice.plugin.v1.FileRef
-	(*TensorInfo)(nil),       // 16: sluice.plugin.v1.TensorInfo
-	(*Manifest)(nil),         // 17: sluice.plugin.v1.Manifest
-	(*DescribeResponse)(nil), // 18: sluice.plugin.v1.DescribeResponse
-	(*ReadRequest)(nil),      // 19: sluice.plugin.v1.ReadRequest
-	(*ReadStart)(nil),        // 20: sluice.plugin.v1.ReadStart
-	(*SlotGrant)(nil),        // 21: sluice.plugin.v1.SlotGrant
-	(*Chunk)(nil),            // 22: sluice.plugin.v1.Chunk
-	(*PlanRequest)(nil),      // 23: sluice.plugin.v1.PlanRequest
-	(*Conversion)(nil),       // 24: sluice.plugin.v1.Conversion
-	(*Decision)(nil),         // 25: sluice.plugin.v1.Decision
-	(*PlannedFile)(nil),      // 26: sluice.plugin.v1.PlannedFile
-	(*PlanResponse)(nil),     // 27: sluice.plugin.v1.PlanResponse
-	(*BeginRequest)(nil),     // 28: sluice.plugin.v1.BeginRequest
-	(*WriteRequest)(nil),     // 29: sluice.plugin.v1.WriteRequest
-	(*WriteFiles)(nil),       // 30: sluice.plugin.v1.WriteFiles
-	(*WriteStart)(nil),       // 31: sluice.plugin.v1.WriteStart
-	(*WriteAck)(nil),         // 32: sluice.plugin.v1.WriteAck
-	(*Artifact)(nil),         // 33: sluice.plugin.v1.Artifact
-	(*CommitResponse)(nil),   // 34: sluice.plugin.v1.CommitResponse
-	nil,                      // 35: sluice.plugin.v1.TensorInfo.AttrsEntry
+	(*PackedStrings)(nil),    // 14: sluice.plugin.v1.PackedStrings
+	(*KeyValue)(nil),         // 15: sluice.plugin.v1.KeyValue
+	(*FileRef)(nil),          // 16: sluice.plugin.v1.FileRef
+	(*TensorInfo)(nil),       // 17: sluice.plugin.v1.TensorInfo
+	(*Manifest)(nil),         // 18: sluice.plugin.v1.Manifest
+	(*DescribeResponse)(nil), // 19: sluice.plugin.v1.DescribeResponse
+	(*ReadRequest)(nil),      // 20: sluice.plugin.v1.ReadRequest
+	(*ReadStart)(nil),        // 21: sluice.plugin.v1.ReadStart
+	(*SlotGrant)(nil),        // 22: sluice.plugin.v1.SlotGrant
+	(*Chunk)(nil),            // 23: sluice.plugin.v1.Chunk
+	(*PlanRequest)(nil),      // 24: sluice.plugin.v1.PlanRequest
+	(*Conversion)(nil),       // 25: sluice.plugin.v1.Conversion
+	(*Decision)(nil),         // 26: sluice.plugin.v1.Decision
+	(*PlannedFile)(nil),      // 27: sluice.plugin.v1.PlannedFile
+	(*PlanResponse)(nil),     // 28: sluice.plugin.v1.PlanResponse
+	(*BeginRequest)(nil),     // 29: sluice.plugin.v1.BeginRequest
+	(*WriteRequest)(nil),     // 30: sluice.plugin.v1.WriteRequest
+	(*WriteFiles)(nil),       // 31: sluice.plugin.v1.WriteFiles
+	(*WriteStart)(nil),       // 32: sluice.plugin.v1.WriteStart
+	(*WriteAck)(nil),         // 33: sluice.plugin.v1.WriteAck
+	(*Artifact)(nil),         // 34: sluice.plugin.v1.Artifact
+	(*CommitResponse)(nil),   // 35: sluice.plugin.v1.CommitResponse
+	nil,                      // 36: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_4_proto_depIdxs = []int32{
+var file_sluice_plugin_1_5_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
 	6,  // 3: sluice.plugin.v1.Component.schema:type_name -> sluice.plugin.v1.Schema
 	7,  // 4: sluice.plugin.v1.Schema.attributes:type_name -> sluice.plugin.v1.Attribute
 	13, // 5: sluice.plugin.v1.Value.items:type_name -> sluice.plugin.v1.Value
-	13, // 6: sluice.plugin.v1.KeyValue.value:type_name -> sluice.plugin.v1.Value
-	35, // 7: sluice.plugin.v1.TensorInfo.attrs:type_name -> sluice.plugin.v1.TensorInfo.AttrsEntry
-	15, // 8: sluice.plugin.v1.TensorInfo.location:type_name -> sluice.plugin.v1.FileRef
-	14, // 9: sluice.plugin.v1.Manifest.metadata:type_name -> sluice.plugin.v1.KeyValue
-	16, // 10: sluice.plugin.v1.Manifest.tensors:type_name -> sluice.plugin.v1.TensorInfo
-	17, // 11: sluice.plugin.v1.DescribeResponse.manifest:type_name -> sluice.plugin.v1.Manifest
-	20, // 12: sluice.plugin.v1.ReadRequest.start:type_name -> sluice.plugin.v1.ReadStart
-	21, // 13: sluice.plugin.v1.ReadRequest.grant:type_name -> sluice.plugin.v1.SlotGrant
-	17, // 14: sluice.plugin.v1.PlanRequest.manifest:type_name -> sluice.plugin.v1.Manifest
-	24, // 15: sluice.plugin.v1.PlanResponse.convert:type_name -> sluice.plugin.v1.Conversion
-	25, // 16: sluice.plugin.v1.PlanResponse.drop:type_name -> sluice.plugin.v1.Decision
-	26, // 17: sluice.plugin.v1.PlanResponse.files:type_name -> sluice.plugin.v1.PlannedFile
-	25, // 18: sluice.plugin.v1.PlanResponse.notes:type_name -> sluice.plugin.v1.Decision
-	17, // 19: sluice.plugin.v1.BeginRequest.manifest:type_name -> sluice.plugin.v1.Manifest
-	31, // 20: sluice.plugin.v1.WriteRequest.start:type_name -> sluice.plugin.v1.WriteStart
-	22, // 21: sluice.plugin.v1.WriteRequest.chunk:type_name -> sluice.plugin.v1.Chunk
-	30, // 22: sluice.plugin.v1.WriteRequest.files:type_name -> sluice.plugin.v1.WriteFiles
-	31, // 23: sluice.plugin.v1.WriteFiles.tensors:type_name -> sluice.plugin.v1.WriteStart
-	15, // 24: sluice.plugin.v1.WriteStart.file:type_name -> sluice.plugin.v1.FileRef
-	22, // 25: sluice.plugin.v1.WriteStart.data:type_name -> sluice.plugin.v1.Chunk
-	33, // 26: sluice.plugin.v1.CommitResponse.artifacts:type_name -> sluice.plugin.v1.Artifact
-	3,  // 27: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
-	8,  // 28: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
-	10, // 29: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
-	12, // 30: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
-	19, // 31: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
-	12, // 32: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
-	10, // 33: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
-	23, // 34: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
-	28, // 35: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
-	29, // 36: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
-	29, // 37: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
-	12, // 38: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
-	12, // 39: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
-	4,  // 40: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
-	9,  // 41: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
-	11, // 42: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
-	18, // 43: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
-	22, // 44: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
-	1,  // 45: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
-	11, // 46: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
-	27, // 47: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
-	1,  // 48: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
-	32, // 49: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
-	32, // 50: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
-	34, // 51: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
-	1,  // 52: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
-	40, // [40:53] is the sub-list for method output_type
-	27, // [27:40] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	14, // 6: sluice.plugin.v1.Value.packed_strs:type_name -> sluice.plugin.v1.PackedStrings
+	13, // 7: sluice.plugin.v1.KeyValue.value:type_name -> sluice.plugin.v1.Value
+	36, // 8: sluice.plugin.v1.TensorInfo.attrs:type_name -> sluice.plugin.v1.TensorInfo.AttrsEntry
+	16, // 9: sluice.plugin.v1.TensorInfo.location:type_name -> sluice.plugin.v1.FileRef
+	15, // 10: sluice.plugin.v1.Manifest.metadata:type_name -> sluice.plugin.v1.KeyValue
+	17, // 11: sluice.plugin.v1.Manifest.tensors:type_name -> sluice.plugin.v1.TensorInfo
+	18, // 12: sluice.plugin.v1.DescribeResponse.manifest:type_name -> sluice.plugin.v1.Manifest
+	21, // 13: sluice.plugin.v1.ReadRequest.start:type_name -> sluice.plugin.v1.ReadStart
+	22, // 14: sluice.plugin.v1.ReadRequest.grant:type_name -> sluice.plugin.v1.SlotGrant
+	18, // 15: sluice.plugin.v1.PlanRequest.manifest:type_name -> sluice.plugin.v1.Manifest
+	25, // 16: sluice.plugin.v1.PlanResponse.convert:type_name -> sluice.plugin.v1.Conversion
+	26, // 17: sluice.plugin.v1.PlanResponse.drop:type_name -> sluice.plugin.v1.Decision
+	27, // 18: sluice.plugin.v1.PlanResponse.files:type_name -> sluice.plugin.v1.PlannedFile
+	26, // 19: sluice.plugin.v1.PlanResponse.notes:type_name -> sluice.plugin.v1.Decision
+	18, // 20: sluice.plugin.v1.BeginRequest.manifest:type_name -> sluice.plugin.v1.Manifest
+	32, // 21: sluice.plugin.v1.WriteRequest.start:type_name -> sluice.plugin.v1.WriteStart
+	23, // 22: sluice.plugin.v1.WriteRequest.chunk:type_name -> sluice.plugin.v1.Chunk
+	31, // 23: sluice.plugin.v1.WriteRequest.files:type_name -> sluice.plugin.v1.WriteFiles
+	32, // 24: sluice.plugin.v1.WriteFiles.tensors:type_name -> sluice.plugin.v1.WriteStart
+	16, // 25: sluice.plugin.v1.WriteStart.file:type_name -> sluice.plugin.v1.FileRef
+	23, // 26: sluice.plugin.v1.WriteStart.data:type_name -> sluice.plugin.v1.Chunk
+	34, // 27: sluice.plugin.v1.CommitResponse.artifacts:type_name -> sluice.plugin.v1.Artifact
+	3,  // 28: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
+	8,  // 29: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
+	10, // 30: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
+	12, // 31: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
+	20, // 32: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
+	12, // 33: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
+	10, // 34: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
+	24, // 35: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
+	29, // 36: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
+	30, // 37: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
+	30, // 38: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
+	12, // 39: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
+	12, // 40: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
+	4,  // 41: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
+	9,  // 42: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
+	11, // 43: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
+	19, // 44: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
+	23, // 45: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
+	1,  // 46: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
+	11, // 47: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
+	28, // 48: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
+	1,  // 49: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
+	33, // 50: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
+	33, // 51: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
+	35, // 52: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
+	1,  // 53: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
+	41, // [41:54] is the sub-list for method output_type
+	28, // [28:41] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_4_proto_init() }
-func file_sluice_plugin_1_4_proto_init() {
-	if File_sluice_plugin_1_4_proto != nil {
+func init() { file_sluice_plugin_1_5_proto_init() }
+func file_sluice_plugin_1_5_proto_init() {
+	if File_sluice_plugin_1_5_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_4_proto_msgTypes[18].OneofWrappers = []any{
+	file_sluice_plugin_1_5_proto_msgTypes[19].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_4_proto_msgTypes[21].OneofWrappers = []any{
+	file_sluice_plugin_1_5_proto_msgTypes[22].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_4_proto_msgTypes[28].OneofWrappers = []any{
+	file_sluice_plugin_1_5_proto_msgTypes[29].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 		(*WriteRequest_Files)(nil),
@@ -2677,18 +2783,18 @@ func file_sluice_plugin_1_4_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_4_proto_rawDesc), len(file_sluice_plugin_1_4_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_5_proto_rawDesc), len(file_sluice_plugin_1_5_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_4_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_4_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_4_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_4_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_5_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_5_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_5_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_5_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_4_proto = out.File
-	file_sluice_plugin_1_4_proto_goTypes = nil
-	file_sluice_plugin_1_4_proto_depIdxs = nil
+	File_sluice_plugin_1_5_proto = out.File
+	file_sluice_plugin_1_5_proto_goTypes = nil
+	file_sluice_plugin_1_5_proto_depIdxs = nil
 }

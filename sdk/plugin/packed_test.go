@@ -1,0 +1,202 @@
+package plugin
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// vocabManifest has a string array in each form a Value holds one, and one
+// inside an array of arrays.
+func vocabManifest(t *testing.T) *tensor.Manifest {
+	t.Helper()
+	var layout []byte
+	for _, s := range []string{"Ġthe", "", "é"} {
+		layout = binary.LittleEndian.AppendUint64(layout, uint64(len(s)))
+		layout = append(layout, s...)
+	}
+	packed, err := tensor.PackedStringArray(layout, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, _ := tensor.NestedArray([]tensor.Value{tensor.StringArray([]string{"x", "y"})})
+	m := &tensor.Manifest{Tensors: []tensor.TensorInfo{{Name: "t", DType: tensor.U8, Shape: []uint64{4}, Size: 4}}}
+	m.Metadata.Set("tokenizer.ggml.tokens", packed)
+	m.Metadata.Set("tokenizer.ggml.merges", tensor.StringArray([]string{"a b", "c d"}))
+	m.Metadata.Set("nested", nested)
+	return m
+}
+
+// manifestSink keeps the manifests it is given.
+type manifestSink struct {
+	slowSink
+	mu    sync.Mutex
+	plan  *tensor.Manifest
+	begin *tensor.Manifest
+}
+
+func (s *manifestSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
+	s.mu.Lock()
+	s.plan = in
+	s.mu.Unlock()
+	return &SinkPlan{}, nil
+}
+
+func (s *manifestSink) Begin(ctx context.Context, m *tensor.Manifest, _ BeginOptions) error {
+	s.mu.Lock()
+	s.begin = m
+	s.mu.Unlock()
+	return nil
+}
+
+// wireManifests records the manifests crossing the connection.
+type wireManifests struct {
+	mu   sync.Mutex
+	seen map[string]*pb.Manifest // by method
+}
+
+func (w *wireManifests) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
+	switch m := req.(type) {
+	case *pb.PlanRequest:
+		w.seen[method] = m.Manifest
+	case *pb.BeginRequest:
+		w.seen[method] = m.Manifest
+	}
+	if d, ok := resp.(*pb.DescribeResponse); ok {
+		w.seen[method] = d.Manifest
+	}
+	return resp, err
+}
+
+// packedKeys lists the keys whose string arrays crossed as one block, and
+// those that crossed as strings.
+func packedKeys(m *pb.Manifest) (packed, strs []string) {
+	for _, kv := range m.Metadata {
+		v := kv.Value
+		if len(v.Items) > 0 {
+			v = v.Items[0]
+		}
+		switch {
+		case v.PackedStrs != nil:
+			packed = append(packed, kv.Key)
+		case len(v.Strs) > 0:
+			strs = append(strs, kv.Key)
+		}
+	}
+	return packed, strs
+}
+
+// TestStringArraysCrossAsOneBlock: between two peers that announce it, the
+// manifest's string arrays cross as one block each, both ways, and arrive
+// equal; to a peer that does not, as strings.
+func TestStringArraysCrossAsOneBlock(t *testing.T) {
+	m := vocabManifest(t)
+	sink := &manifestSink{}
+	wire := &wireManifests{seen: map[string]*pb.Manifest{}}
+	c, _ := connect(t, testPlugin(&manifestSource{m: m}, sink), 0, grpc.UnaryInterceptor(wire.intercept))
+	if !c.info.PackedStrings {
+		t.Fatal("the SDK's plugin does not announce packed strings")
+	}
+	ctx := context.Background()
+	src, err := c.OpenSource(ctx, "hang", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Metadata.Equal(&m.Metadata) {
+		t.Error("the described manifest's metadata changed on the way")
+	}
+	sk, err := c.OpenSink(ctx, "hang", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sk.Plan(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Begin(ctx, got, BeginOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !sink.plan.Metadata.Equal(&m.Metadata) || !sink.begin.Metadata.Equal(&m.Metadata) {
+		t.Error("the manifest the sink was given changed on the way")
+	}
+	for _, method := range []string{"Describe", "Plan", "Begin"} {
+		packed, strs := packedKeys(wire.seen[method])
+		if len(packed) != 3 || len(strs) != 0 {
+			t.Errorf("%s: %v as blocks, %v as strings; want every string array as a block", method, packed, strs)
+		}
+	}
+
+	// A plugin that does not announce it, and a host that does not.
+	c.info.PackedStrings = false
+	if _, err := sk.Plan(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: 4}); err != nil {
+		t.Fatal(err)
+	}
+	src2, err := c.OpenSource(ctx, "hang", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src2.Describe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"Plan", "Describe"} {
+		packed, strs := packedKeys(wire.seen[method])
+		if len(packed) != 0 || len(strs) != 3 {
+			t.Errorf("%s to an older peer: %v as blocks, %v as strings; want every string array as strings", method, packed, strs)
+		}
+	}
+	if !sink.plan.Metadata.Equal(&m.Metadata) {
+		t.Error("the manifest sent as strings changed on the way")
+	}
+}
+
+func TestMalformedPackedStringsAreRefused(t *testing.T) {
+	good := binary.LittleEndian.AppendUint64(nil, 2)
+	good = append(good, "ok"...)
+	bad := binary.LittleEndian.AppendUint64(nil, 1)
+	bad = append(bad, 0xff)
+	for _, tc := range []struct {
+		name string
+		v    *pb.Value
+	}{
+		{"a count past the block", &pb.Value{PackedStrs: &pb.PackedStrings{Count: 1 << 62, Layout: good}}},
+		{"a string past the block", &pb.Value{PackedStrs: &pb.PackedStrings{Count: 1, Layout: good[:9]}}},
+		{"bytes after the last string", &pb.Value{PackedStrs: &pb.PackedStrings{Count: 1, Layout: append(good, 0)}}},
+		{"a string that is not UTF-8", &pb.Value{PackedStrs: &pb.PackedStrings{Count: 1, Layout: bad}}},
+		{"strings and a block at once", &pb.Value{Strs: []string{"ok"}, PackedStrs: &pb.PackedStrings{Count: 1, Layout: good}}},
+	} {
+		tc.v.Type, tc.v.Elem = uint32(tensor.TypeArray), uint32(tensor.TypeString)
+		_, err := ManifestFromProto(&pb.Manifest{Metadata: []*pb.KeyValue{{Key: "k", Value: tc.v}}})
+		if err == nil || !strings.Contains(err.Error(), `"k"`) {
+			t.Errorf("%s: %v, want an error naming the key", tc.name, err)
+		}
+	}
+	v := &pb.Value{Type: uint32(tensor.TypeArray), Elem: uint32(tensor.TypeString), PackedStrs: &pb.PackedStrings{Count: 1, Layout: good}}
+	m, err := ManifestFromProto(&pb.Manifest{Metadata: []*pb.KeyValue{{Key: "k", Value: v}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Metadata.Get("k"); got.Len() != 1 || got.Index(0).String() != `"ok"` {
+		t.Errorf("a well-formed block read as %v", got)
+	}
+	if !proto.Equal(ManifestToProto(m).Metadata[0].Value, &pb.Value{Type: v.Type, Elem: v.Elem, Strs: []string{"ok"}}) {
+		t.Error("ManifestToProto did not send a block read as one back as strings, as every peer reads them")
+	}
+}
