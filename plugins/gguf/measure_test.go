@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,9 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-ml/sluice/sdk/binio"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -177,5 +180,41 @@ func TestMappedVocabularyReadsAndRewritesExactly(t *testing.T) {
 	}
 	if !bytes.Equal(got, data) {
 		t.Fatalf("rewrite differs (%d vs %d bytes; first difference at %d)", len(got), len(data), firstDiff(got, data))
+	}
+}
+
+// TestTruncatedMappedVocabularyIsAnError cuts a file whose arrays are read
+// as views of the mapped file at many points, inside each array and between
+// them: every cut is an error naming the file and an offset, never a fault
+// or a value that reaches past the end.
+func TestTruncatedMappedVocabularyIsAnError(t *testing.T) {
+	path := vocabModel(t, 20000)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, cut := range []int{24, 1000, 100000, 300000, 500000, 700000, 900000, int(whole.DataOffset) - 1} {
+		if cut >= len(data) {
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("cut%d.gguf", cut))
+		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, fh, err := OpenFile(p)
+		if err == nil {
+			fh.Close()
+			t.Errorf("cut at %d of %d bytes: parsed (%d keys)", cut, len(data), f.Metadata.Len())
+			continue
+		}
+		var fe *binio.FormatError
+		if !errors.As(err, &fe) || fe.Offset < 0 || fe.Offset > int64(cut) || !strings.Contains(err.Error(), p) {
+			t.Errorf("cut at %d: %v, want a format error naming the file and an offset within it", cut, err)
+		}
 	}
 }
