@@ -81,9 +81,9 @@ type Reader struct {
 	buf    []byte
 	bufOff int64 // file offset of buf[0]
 
-	file     *os.File // set by NewFileReader: View may map it
-	mapped   []byte   // file mapped read-only, once a view asked for it
-	mapTried bool
+	file      *os.File // set by NewFileReader: View may map it
+	mapped    []byte   // the file's first bytes mapped read-only, once a view asked for them
+	mapFailed bool
 }
 
 const bufSize = 64 << 10
@@ -265,8 +265,11 @@ const MinMappedView = 64 << 10
 // least MinMappedView bytes is a slice of the file mapped read-only: it costs
 // neither a copy nor fresh memory, only the page cache's pages, which matters
 // where a fresh page costs more than copying 4 KiB into it (virtual machines
-// among them). The file is mapped once per Reader, whole, and never unmapped,
-// since what is built on a view can outlive the Reader. If another process
+// among them). The Reader maps the start of the file, to twice the end of
+// the view (at least minMapping bytes), and maps it again, further, when a
+// later view reaches past that; a mapping is never unmapped, since what is
+// built on a view can outlive the Reader. A header of any size so costs
+// mappings of a few times its size, not of the file's. If another process
 // truncates the file while a view is in use, touching the pages it lost
 // faults (SIGBUS), as in every program that maps its input. Where mapping is
 // unavailable or fails, View copies, as Bytes does.
@@ -274,17 +277,25 @@ func (r *Reader) View(n uint64, what string) ([]byte, error) {
 	if err := r.CheckLength(n, 1, what); err != nil {
 		return nil, err
 	}
-	if n >= MinMappedView && r.file != nil && !r.mapTried {
-		r.mapTried = true
-		r.mapped, _ = mapReadOnly(r.file, r.size)
+	end := r.off + int64(n)
+	if n >= MinMappedView && r.file != nil && !r.mapFailed && int64(len(r.mapped)) < end {
+		m, err := mapReadOnly(r.file, min(r.size, max(2*end, minMapping)))
+		if err != nil {
+			r.mapFailed = true
+		} else {
+			r.mapped = m
+		}
 	}
-	if n >= MinMappedView && r.mapped != nil {
-		b := r.mapped[r.off : r.off+int64(n) : r.off+int64(n)]
-		r.off += int64(n)
+	if n >= MinMappedView && int64(len(r.mapped)) >= end {
+		b := r.mapped[r.off:end:end]
+		r.off = end
 		return b, nil
 	}
 	return r.Bytes(n, what)
 }
+
+// minMapping is the least View maps of a file at once.
+const minMapping = 16 << 20
 
 // String reads n bytes as a string.
 func (r *Reader) String(n uint64, what string) (string, error) {

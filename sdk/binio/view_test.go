@@ -71,3 +71,46 @@ func TestViewCopiesWithoutAFile(t *testing.T) {
 		t.Error("the view of a plain io.ReaderAt shares the caller's memory")
 	}
 }
+
+// TestViewMapsOnlyTheStartOfTheFile: a view maps the file to twice its end
+// (at least minMapping), not the whole file, and a later view past that
+// maps further while the earlier view stays readable.
+func TestViewMapsOnlyTheStartOfTheFile(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapping here: View copies")
+	}
+	data := make([]byte, 3*minMapping)
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	path := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := NewFileReader(f, int64(len(data)), path)
+	first, err := r.View(MinMappedView, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.mapped) != minMapping || !within(first, r.mapped) {
+		t.Fatalf("after a view at the start, %d bytes mapped, want %d holding the view", len(r.mapped), minMapping)
+	}
+	if err := r.SeekTo(minMapping); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.View(MinMappedView, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * (minMapping + MinMappedView); len(r.mapped) != want || !within(second, r.mapped) {
+		t.Fatalf("after a view past the first mapping, %d bytes mapped, want %d holding the view", len(r.mapped), want)
+	}
+	if !bytes.Equal(first, data[:MinMappedView]) || !bytes.Equal(second, data[minMapping:minMapping+MinMappedView]) {
+		t.Error("a view differs from the file")
+	}
+}
