@@ -180,7 +180,7 @@ func (e encoder) keyValue(key string, v tensor.Value) error {
 
 // headerBound bounds the bytes PlanFile encodes: exact for the metadata,
 // and counting every dimension of a tensor's shape, some of which the
-// encoding drops.
+// encoding drops (and one for a shape of none, which it writes as [1]).
 func headerBound(md *tensor.Metadata, tensors []TensorSpec) int {
 	n := len(Magic) + 4 + 8 + 8
 	md.All(func(key string, v tensor.Value) bool {
@@ -188,7 +188,7 @@ func headerBound(md *tensor.Metadata, tensors []TensorSpec) int {
 		return true
 	})
 	for _, t := range tensors {
-		n += 8 + len(t.Name) + 4 + 8*len(t.Shape) + 4 + 8
+		n += 8 + len(t.Name) + 4 + 8*max(len(t.Shape), 1) + 4 + 8
 	}
 	return n
 }

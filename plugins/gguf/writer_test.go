@@ -36,13 +36,18 @@ func TestHeaderBoundIsExact(t *testing.T) {
 	if got := headerBound(&md, specs); got != len(l.Header) {
 		t.Errorf("bound %d, header %d bytes", got, len(l.Header))
 	}
-	specs = append(specs, TensorSpec{Name: "v", DType: tensor.F32, Shape: []uint64{1, 1, 8}})
-	l, err = PlanFile(&md, specs, DefaultAlignment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := headerBound(&md, specs); got < len(l.Header) {
-		t.Errorf("bound %d under the header's %d bytes", got, len(l.Header))
+	for _, extra := range []TensorSpec{
+		{Name: "v", DType: tensor.F32, Shape: []uint64{1, 1, 8}},
+		{Name: "scalar", DType: tensor.F32, Shape: []uint64{}}, // written as [1]
+	} {
+		more := append(specs[:len(specs):len(specs)], extra)
+		l, err = PlanFile(&md, more, DefaultAlignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := headerBound(&md, more); got < len(l.Header) {
+			t.Errorf("with %s of shape %v: bound %d under the header's %d bytes", extra.Name, extra.Shape, got, len(l.Header))
+		}
 	}
 }
 
