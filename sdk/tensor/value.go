@@ -165,6 +165,9 @@ func StringArray(s []string) Value {
 // tokens then costs no copy and no 150,000 string headers until someone asks
 // for them (StringSlice).
 func PackedStringArray(layout []byte, n int) (Value, error) {
+	if n < 0 {
+		return Value{}, fmt.Errorf("packed string array: a count of %d strings", n)
+	}
 	pos := uint64(0)
 	for i := range n {
 		if uint64(len(layout))-pos < 8 {
