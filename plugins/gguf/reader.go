@@ -191,9 +191,6 @@ func OpenFile(path string) (*File, *os.File, error) {
 // longer than ggml's 63 bytes are accepted.
 func NewFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	br := binio.NewReader(r, size, name)
-	if fh, ok := r.(*os.File); ok {
-		br = binio.NewFileReader(fh, size, name)
-	}
 	br.MaxAlloc = MaxStringLen
 	f := &File{Name: name, Size: size, r: r, Alignment: DefaultAlignment}
 	p := &parser{r: br, f: f}

@@ -18,7 +18,8 @@ func TestHeaderBoundIsExact(t *testing.T) {
 	md.Set("bool", tensor.BoolValue(true))
 	md.Set("str", tensor.StringValue("héllo"))
 	md.Set("strs", tensor.StringArray([]string{"a", "", "bcd"}))
-	packed, err := tensor.PackedStringArray(layoutOf("x", "yz", ""), 3)
+	layout, _ := tensor.StringArray([]string{"x", "yz", ""}).PackedStrings()
+	packed, err := tensor.PackedStringArray(layout, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +50,4 @@ func TestHeaderBoundIsExact(t *testing.T) {
 			t.Errorf("with %s of shape %v: bound %d under the header's %d bytes", extra.Name, extra.Shape, got, len(l.Header))
 		}
 	}
-}
-
-// layoutOf lays strs out as GGUF stores a string array.
-func layoutOf(strs ...string) []byte {
-	var b []byte
-	for _, s := range strs {
-		b = append(b, strb(s)...)
-	}
-	return b
 }

@@ -81,7 +81,7 @@ type Reader struct {
 	buf    []byte
 	bufOff int64 // file offset of buf[0]
 
-	file      *os.File // set by NewFileReader: View may map it
+	file      *os.File // r, when it is a file: View may map it
 	mapped    []byte   // the file's first bytes mapped read-only, once a view asked for them
 	mapFailed bool
 }
@@ -89,15 +89,11 @@ type Reader struct {
 const bufSize = 64 << 10
 
 // NewReader returns a Reader over the first size bytes of r, starting at 0.
+// When r is an *os.File, large views (View) may come from a read-only
+// mapping of it.
 func NewReader(r io.ReaderAt, size int64, file string) *Reader {
-	return &Reader{r: r, size: size, File: file}
-}
-
-// NewFileReader returns a Reader over the first size bytes of f, like
-// NewReader, that may also serve large views (View) from a read-only mapping
-// of f.
-func NewFileReader(f *os.File, size int64, file string) *Reader {
-	return &Reader{r: f, size: size, File: file, file: f}
+	f, _ := r.(*os.File)
+	return &Reader{r: r, size: size, File: file, file: f}
 }
 
 // Offset returns the current position.
@@ -261,7 +257,7 @@ func (r *Reader) Bytes(n uint64, what string) ([]byte, error) {
 const MinMappedView = 64 << 10
 
 // View returns the next n bytes, which the caller must never modify, after
-// checking n as Bytes does. From a Reader made by NewFileReader, a view of at
+// checking n as Bytes does. From a Reader over an *os.File, a view of at
 // least MinMappedView bytes is a slice of the file mapped read-only: it costs
 // neither a copy nor fresh memory, only the page cache's pages, which matters
 // where a fresh page costs more than copying 4 KiB into it (virtual machines

@@ -29,7 +29,7 @@ func TestViewMapsLargeRegionsOfAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := NewFileReader(f, int64(len(data)), path)
+	r := NewReader(f, int64(len(data)), path)
 
 	small, err := r.View(100, "small")
 	if err != nil || !bytes.Equal(small, data[:100]) {
@@ -92,7 +92,7 @@ func TestViewMapsOnlyTheStartOfTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := NewFileReader(f, int64(len(data)), path)
+	r := NewReader(f, int64(len(data)), path)
 	first, err := r.View(MinMappedView, "first")
 	if err != nil {
 		t.Fatal(err)

@@ -18,11 +18,7 @@ import (
 // inside an array of arrays.
 func vocabManifest(t *testing.T) *tensor.Manifest {
 	t.Helper()
-	var layout []byte
-	for _, s := range []string{"Ġthe", "", "é"} {
-		layout = binary.LittleEndian.AppendUint64(layout, uint64(len(s)))
-		layout = append(layout, s...)
-	}
+	layout, _ := tensor.StringArray([]string{"Ġthe", "", "é"}).PackedStrings()
 	packed, err := tensor.PackedStringArray(layout, 3)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,6 @@ import (
 	"io"
 	"maps"
 	"math/bits"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,9 +77,6 @@ func (h *Header) Tensor(name string) (*Entry, bool) {
 // checks the tensor table against it. It reads only the header.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 	br := binio.NewReader(r, size, file)
-	if f, ok := r.(*os.File); ok {
-		br = binio.NewFileReader(f, size, file)
-	}
 	br.MaxAlloc = MaxHeaderSize
 	n, err := br.U64("header length")
 	if err != nil {

@@ -195,34 +195,40 @@ type packedStrings struct {
 	strs   []string
 }
 
-// at returns element i by walking the lengths from the start, for the first
-// few elements, which is all a summary shows.
-func (p *packedStrings) at(i int) string {
+// all walks the lengths from the start, yielding each string; the strings
+// share the layout, which is never modified.
+func (p *packedStrings) all(yield func(int, string) bool) {
 	pos := uint64(0)
-	for range i {
-		pos += 8 + binary.LittleEndian.Uint64(p.layout[pos:])
+	for i := range p.n {
+		l := binary.LittleEndian.Uint64(p.layout[pos:])
+		s := ""
+		if l > 0 {
+			s = unsafe.String(&p.layout[pos+8], int(l))
+		}
+		if !yield(i, s) {
+			return
+		}
+		pos += 8 + l
 	}
-	l := binary.LittleEndian.Uint64(p.layout[pos:])
-	return p.str(pos+8, l)
 }
 
-// str returns the l bytes at pos as a string sharing the layout, which is
-// never modified.
-func (p *packedStrings) str(pos, l uint64) string {
-	if l == 0 {
-		return ""
+// at returns element i by walking the lengths from the start, for the first
+// few elements, which is all a summary shows.
+func (p *packedStrings) at(i int) (s string) {
+	for j, e := range p.all {
+		if j == i {
+			s = e
+			break
+		}
 	}
-	return unsafe.String(&p.layout[pos], int(l))
+	return s
 }
 
 func (p *packedStrings) slice() []string {
 	p.once.Do(func() {
 		p.strs = make([]string, p.n)
-		pos := uint64(0)
-		for i := range p.strs {
-			l := binary.LittleEndian.Uint64(p.layout[pos:])
-			p.strs[i] = p.str(pos+8, l)
-			pos += 8 + l
+		for i, s := range p.all {
+			p.strs[i] = s
 		}
 	})
 	return p.strs
@@ -383,21 +389,14 @@ func (v Value) Strings() iter.Seq2[int, string] {
 		if v.typ != TypeArray || v.elem != TypeString {
 			return
 		}
-		if v.packed == nil {
-			for i, s := range v.strs {
-				if !yield(i, s) {
-					return
-				}
-			}
+		if v.packed != nil {
+			v.packed.all(yield)
 			return
 		}
-		p, pos := v.packed, uint64(0)
-		for i := range p.n {
-			l := binary.LittleEndian.Uint64(p.layout[pos:])
-			if !yield(i, p.str(pos+8, l)) {
+		for i, s := range v.strs {
+			if !yield(i, s) {
 				return
 			}
-			pos += 8 + l
 		}
 	}
 }
