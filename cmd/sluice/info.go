@@ -231,16 +231,20 @@ func metadataJSON(k string, v tensor.Value, all bool) infoMetadata {
 	switch v.Type() {
 	case tensor.TypeArray:
 		e.ElemType = v.Elem().String()
-		n := v.Len()
-		e.Length = &n
+		length := v.Len()
+		e.Length = &length
+		n := length
 		if !all && n > maxJSONArray {
 			e.Truncated = true
 			n = maxJSONArray
 		}
 		if v.Elem() == tensor.TypeString {
-			ss := make([]string, n)
-			for i := range ss {
-				ss[i], _ = v.Index(i).Str()
+			ss := make([]string, 0, n)
+			for _, s := range v.Strings() {
+				if len(ss) == n {
+					break
+				}
+				ss = append(ss, s)
 			}
 			e.Value = ss
 			break

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,6 +366,24 @@ func TestResolveInput(t *testing.T) {
 	} {
 		if got, _ := resolveInput(tc.arg); got != tc.want {
 			t.Errorf("resolveInput(%s) = %s, want %s", tc.arg, got, tc.want)
+		}
+	}
+}
+
+// TestInfoJSONArrayLength: a long array cut to maxJSONArray elements still
+// reports its whole length (a regression: it reported the number shown).
+func TestInfoJSONArrayLength(t *testing.T) {
+	tokens := make([]string, maxJSONArray+10)
+	for i := range tokens {
+		tokens[i] = fmt.Sprint(i)
+	}
+	for _, v := range []tensor.Value{tensor.StringArray(tokens), tensor.Int32Array(make([]int32, maxJSONArray+10))} {
+		e := metadataJSON("k", v, false)
+		if e.Length == nil || *e.Length != maxJSONArray+10 || !e.Truncated {
+			t.Errorf("%s: length %v, truncated %v; want %d, true", v.Elem(), e.Length, e.Truncated, maxJSONArray+10)
+		}
+		if got := reflect.ValueOf(e.Value).Len(); got != maxJSONArray {
+			t.Errorf("%s: %d elements shown, want %d", v.Elem(), got, maxJSONArray)
 		}
 	}
 }
