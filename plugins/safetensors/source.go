@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-ml/sluice/sdk/hfdir"
 	"github.com/sluice-ml/sluice/sdk/localpath"
 	"github.com/sluice-ml/sluice/sdk/plugin"
+	"github.com/sluice-ml/sluice/sdk/resident"
 	st "github.com/sluice-ml/sluice/sdk/safetensors"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -140,7 +141,9 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 		}
 		listed := 0
 		m.Tensors = slices.Grow(m.Tensors, len(h.Tensors))
+		resident.Slice(m.Tensors[len(m.Tensors):])
 		refs := make([]tensor.FileRef, len(h.Tensors)) // one allocation for the file's references
+		resident.Slice(refs)
 		for i, e := range h.Tensors {
 			if f.index != nil {
 				if file, ok := f.index[e.Name]; ok && file == f.name {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sluice-ml/sluice/sdk/resident"
 )
 
 // DefaultSlotSize is the arena slot size: large enough that the descriptor
@@ -111,7 +113,7 @@ func (a *Arena) prefault(i uint32, n int) {
 		end := min((int64(n)+prefaultStep-1)/prefaultStep*prefaultStep, int64(a.slotSize))
 		if r.CompareAndSwap(done, end) {
 			off := int64(i) * int64(a.slotSize)
-			_ = populate(a.mem[off+done : off+end]) // on failure, pages fault in as before
+			_ = resident.Bytes(a.mem[off+done : off+end]) // on failure, pages fault in as before
 			return
 		}
 	}

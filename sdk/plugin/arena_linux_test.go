@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluice-ml/sluice/sdk/resident"
 )
 
 // residentPages counts the pages of b that are resident (mincore).
@@ -35,7 +37,7 @@ func TestPrefaultMakesSlotsResident(t *testing.T) {
 	const slotSize = 4 * prefaultStep
 	a := newTestArena(t, 3, slotSize)
 	slot1, _ := a.Slot(1)
-	if err := populate(slot1[:pageSize]); errors.Is(err, unix.EINVAL) {
+	if err := resident.Bytes(slot1[:pageSize]); errors.Is(err, unix.EINVAL) {
 		t.Skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14); pages fault in as they are touched")
 	}
 	// Another mapping of the arena, as a plugin process has, writes slot 2.

@@ -26,14 +26,3 @@ func mapShared(f *os.File, size int) ([]byte, error) {
 }
 
 func unmapShared(b []byte) error { return unix.Munmap(b) }
-
-// populate makes b's pages resident in this process's mapping in one system
-// call (MADV_POPULATE_WRITE, Linux 5.14), where touching them takes a page
-// fault each. Where the kernel does not know it (an error), the pages fault
-// in as they are touched, as before.
-func populate(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	return unix.Madvise(b, unix.MADV_POPULATE_WRITE)
-}

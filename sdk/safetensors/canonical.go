@@ -3,11 +3,14 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/maphash"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"unsafe"
 
+	"github.com/sluice-ml/sluice/sdk/resident"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -44,11 +47,45 @@ func parseCanonical(raw []byte, share bool) (h *Header, ok bool) {
 			}
 		}
 	}
+	return parseWhole(raw, first, share)
+}
+
+// parseWhole takes the header's members from raw[first:] in one run.
+func parseWhole(raw []byte, first int, share bool) (h *Header, ok bool) {
 	run, ok := parseMembers(raw, first, len(raw), nil, share)
-	if !ok {
+	if !ok || !distinctNames(run.tensors) {
 		return nil, false
 	}
 	return run.header(), true
+}
+
+// distinctNames reports whether no two entries share a name. It indexes the
+// entries by position in an open-addressed table at most half full, hashed
+// with a seed of its own so that no header can choose its collisions. For
+// tens of thousands of entries that is a fifth of the memory a map of the
+// names takes, memory a short command like info pays to touch.
+func distinctNames(entries []Entry) bool {
+	if len(entries) < 2 {
+		return true
+	}
+	slots := make([]int32, 1<<bits.Len(uint(2*len(entries)-1))) // entry index + 1; 0 is free
+	resident.Slice(slots)
+	mask := uint64(len(slots) - 1)
+	seed := maphash.MakeSeed()
+	for i := range entries {
+		name := entries[i].Name
+		for j := maphash.String(seed, name) & mask; ; j = (j + 1) & mask {
+			k := slots[j]
+			if k == 0 {
+				slots[j] = int32(i + 1)
+				break
+			}
+			if entries[k-1].Name == name {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parallelFrom is the header size from which parseCanonical parses the two
@@ -61,9 +98,9 @@ const shortestEntry = 50
 
 // memberRun is what parseMembers took from a run of the header's members.
 type memberRun struct {
-	tensors  []Entry
-	metadata map[string]string
-	seen     map[string]struct{} // the members' names
+	tensors     []Entry
+	metadata    map[string]string
+	hasMetadata bool // a __metadata__ member came
 }
 
 func (r *memberRun) header() *Header {
@@ -83,8 +120,9 @@ func maxEntries(b []byte) int {
 }
 
 // parseMembers takes the members of the header's object from raw[from:],
-// into tensors if it has room (the bound of maxEntries sizes the list, the
-// name set and the shapes' backing array once). With stop = len(raw) it
+// into tensors if it has room (the bound of maxEntries sizes the list and
+// the shapes' backing array once). It leaves duplicate tensor names to
+// distinctNames. With stop = len(raw) it
 // takes them to the object's end and the end of raw. With stop < len(raw)
 // it takes them until the member that starts exactly at stop, and fails if
 // none does.
@@ -92,19 +130,21 @@ func parseMembers(raw []byte, from, stop int, tensors []Entry, share bool) (*mem
 	n := maxEntries(raw[from:stop])
 	if tensors == nil {
 		tensors = make([]Entry, 0, n)
+		resident.Slice(tensors)
 	}
 	p := canonicalParser{b: raw, i: from, dims: make([]uint64, 0, 2*n+1), share: share}
-	r := &memberRun{tensors: tensors, seen: make(map[string]struct{}, n)}
+	resident.Slice(p.dims)
+	r := &memberRun{tensors: tensors}
 	for {
 		name, ok := p.str()
 		if !ok || !p.colon() {
 			return nil, false
 		}
-		if _, dup := r.seen[name]; dup {
-			return nil, false
-		}
-		r.seen[name] = struct{}{}
 		if name == MetadataKey {
+			if r.hasMetadata {
+				return nil, false
+			}
+			r.hasMetadata = true
 			if r.metadata, ok = p.stringObject(0); !ok {
 				return nil, false
 			}
@@ -162,6 +202,7 @@ func memberNear(raw []byte, i int) int {
 func parseHalves(raw []byte, first, split int, share bool) (h *Header, ok, sure bool) {
 	n1, n2 := maxEntries(raw[first:split]), maxEntries(raw[split:])
 	all := make([]Entry, 0, n1+n2)
+	resident.Slice(all)
 	var second *memberRun
 	var secondOK bool
 	done := make(chan struct{})
@@ -177,12 +218,10 @@ func parseHalves(raw []byte, first, split int, share bool) (h *Header, ok, sure 
 	if !secondOK {
 		return nil, false, true // the whole parse fails there too
 	}
-	for name := range second.seen {
-		if _, dup := firstRun.seen[name]; dup {
-			return nil, false, true
-		}
+	if firstRun.hasMetadata && second.hasMetadata {
+		return nil, false, true
 	}
-	if second.metadata != nil {
+	if second.hasMetadata {
 		firstRun.metadata = second.metadata
 	}
 	if cap(firstRun.tensors) == n1 && cap(second.tensors) == n2 { // neither outgrew its part of all: close the gap
@@ -190,6 +229,9 @@ func parseHalves(raw []byte, first, split int, share bool) (h *Header, ok, sure 
 		firstRun.tensors = all[:k1+copy(all[k1:n1+n2], second.tensors)]
 	} else {
 		firstRun.tensors = append(slices.Clip(firstRun.tensors), second.tensors...)
+	}
+	if !distinctNames(firstRun.tensors) {
+		return nil, false, true
 	}
 	return firstRun.header(), true, true
 }
@@ -200,9 +242,9 @@ type canonicalParser struct {
 	b   []byte
 	i   int
 	err bool
-	// lastDType is the dtype of the last entry, named lastDTypeText (nil
-	// before the first).
-	lastDType     tensor.DType
+	// lastDType describes the dtype of the last entry, named lastDTypeText
+	// (nil before the first).
+	lastDType     tensor.Info
 	lastDTypeText []byte
 	// dims backs every entry's shape, each a slice of it capped at its own
 	// length, so that an append to one shape cannot reach the next.
@@ -409,19 +451,21 @@ func (p *canonicalParser) entry(name string) (Entry, bool) {
 	if !haveDType || e.Shape == nil || !haveOffsets {
 		return Entry{}, false
 	}
-	dt := p.lastDType
 	if p.lastDTypeText == nil || !bytes.Equal(dtype, p.lastDTypeText) { // a checkpoint has few dtypes, mostly in runs
-		var known bool
-		if dt, known = tensor.FromSafetensors(string(dtype)); !known {
+		dt, known := tensor.FromSafetensors(string(dtype))
+		if !known {
 			return Entry{}, false
 		}
-		p.lastDType, p.lastDTypeText = dt, dtype
+		if p.lastDType, known = dt.Info(); !known {
+			return Entry{}, false
+		}
+		p.lastDTypeText = dtype
 	}
-	e.DType = dt
+	e.DType = p.lastDType.Name
 	if e.End < e.Begin {
 		return Entry{}, false
 	}
-	want, err := dt.ShapeByteSize(e.Shape)
+	want, err := p.lastDType.ShapeByteSize(e.Shape)
 	if err != nil || want != e.End-e.Begin {
 		return Entry{}, false
 	}

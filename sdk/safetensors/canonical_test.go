@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -233,12 +234,12 @@ func FuzzHalvesAgreeWithWhole(f *testing.F) {
 		if !sure {
 			return
 		}
-		whole, wholeOK := parseMembers(raw, first, len(raw), nil, false)
+		whole, wholeOK := parseWhole(raw, first, false)
 		if ok != wholeOK {
 			t.Fatalf("halves ok %v, whole ok %v, on %q split at %d", ok, wholeOK, raw, split)
 		}
-		if ok && !reflect.DeepEqual(halves, whole.header()) {
-			t.Fatalf("halves and whole disagree on %q split at %d:\n%v\n%v", raw, split, halves, whole.header())
+		if ok && !reflect.DeepEqual(halves, whole) {
+			t.Fatalf("halves and whole disagree on %q split at %d:\n%v\n%v", raw, split, halves, whole)
 		}
 	})
 }
@@ -311,4 +312,31 @@ func FuzzIndexWeightMapAgreesWithJSON(f *testing.F) {
 			t.Fatalf("the paths disagree on %q:\nfast %v\njson %v", raw, got, want.WeightMap)
 		}
 	})
+}
+
+// TestDistinctNames: the table of names finds a duplicate wherever the two
+// entries are, among names that differ by one character or collide in
+// nothing, and passes names that are all distinct.
+func TestDistinctNames(t *testing.T) {
+	const n = 5000
+	entries := make([]Entry, n)
+	for i := range entries {
+		entries[i].Name = fmt.Sprintf("model.layers.%d.weight", i)
+	}
+	if !distinctNames(entries) {
+		t.Fatal("distinct names reported as duplicates")
+	}
+	if !distinctNames(nil) || !distinctNames(entries[:1]) {
+		t.Fatal("no or one entry reported as duplicates")
+	}
+	for _, pair := range [][2]int{{0, 1}, {0, n - 1}, {n / 2, n/2 + 1}, {17, 4093}} {
+		dup := slices.Clone(entries)
+		dup[pair[1]].Name = dup[pair[0]].Name
+		if distinctNames(dup) {
+			t.Errorf("entries %d and %d share a name: not reported", pair[0], pair[1])
+		}
+	}
+	if distinctNames([]Entry{{Name: ""}, {Name: ""}}) {
+		t.Error("two empty names: not reported")
+	}
 }

@@ -304,17 +304,7 @@ func (d DType) ByteSize(n uint64) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown dtype %q", d)
 	}
-	if info.Kind == KindQTensor || info.BlockSize == 0 {
-		return 0, fmt.Errorf("dtype %s has no fixed geometry", d)
-	}
-	if n%info.BlockSize != 0 {
-		return 0, fmt.Errorf("%d elements is not a whole number of %s blocks of %d", n, d, info.BlockSize)
-	}
-	hi, lo := bits.Mul64(n/info.BlockSize, info.BlockBytes)
-	if hi != 0 {
-		return 0, fmt.Errorf("%d elements of %s: byte size overflows 64 bits", n, d)
-	}
-	return lo, nil
+	return info.ByteSize(n)
 }
 
 // ShapeByteSize returns the bytes a tensor of d with the given row-major
@@ -325,12 +315,35 @@ func (d DType) ShapeByteSize(shape []uint64) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown dtype %q", d)
 	}
-	if info.Kind == KindBlock && len(shape) > 0 && shape[len(shape)-1]%info.BlockSize != 0 {
-		return 0, fmt.Errorf("row length %d is not a multiple of the %s block size %d", shape[len(shape)-1], d, info.BlockSize)
+	return info.ShapeByteSize(shape)
+}
+
+// ByteSize is DType.ByteSize for the type i describes, without the registry
+// lookup: a parser that has looked a dtype up once sizes each tensor of it
+// with this.
+func (i Info) ByteSize(n uint64) (uint64, error) {
+	if i.Kind == KindQTensor || i.BlockSize == 0 {
+		return 0, fmt.Errorf("dtype %s has no fixed geometry", i.Name)
+	}
+	if n%i.BlockSize != 0 {
+		return 0, fmt.Errorf("%d elements is not a whole number of %s blocks of %d", n, i.Name, i.BlockSize)
+	}
+	hi, lo := bits.Mul64(n/i.BlockSize, i.BlockBytes)
+	if hi != 0 {
+		return 0, fmt.Errorf("%d elements of %s: byte size overflows 64 bits", n, i.Name)
+	}
+	return lo, nil
+}
+
+// ShapeByteSize is DType.ShapeByteSize for the type i describes, without
+// the registry lookup.
+func (i Info) ShapeByteSize(shape []uint64) (uint64, error) {
+	if i.Kind == KindBlock && len(shape) > 0 && shape[len(shape)-1]%i.BlockSize != 0 {
+		return 0, fmt.Errorf("row length %d is not a multiple of the %s block size %d", shape[len(shape)-1], i.Name, i.BlockSize)
 	}
 	n, err := ElementCount(shape)
 	if err != nil {
 		return 0, err
 	}
-	return d.ByteSize(n)
+	return i.ByteSize(n)
 }
