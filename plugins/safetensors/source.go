@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -144,7 +145,14 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 		resident.Slice(m.Tensors[len(m.Tensors):])
 		refs := make([]tensor.FileRef, len(h.Tensors)) // one allocation for the file's references
 		resident.Slice(refs)
-		for i, e := range h.Tensors {
+		if f.index == nil && len(s.cfg.Only) == 0 { // every tensor of the file
+			base := len(m.Tensors)
+			m.Tensors = m.Tensors[:base+len(h.Tensors)]
+			describeEntries(m.Tensors[base:], refs, h, f.abs)
+			continue
+		}
+		for i := range h.Tensors {
+			e := &h.Tensors[i]
 			if f.index != nil {
 				if file, ok := f.index[e.Name]; ok && file == f.name {
 					listed++
@@ -155,14 +163,7 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 			if !tensor.Selection(s.cfg.Only).Selects(e.Name) {
 				continue
 			}
-			m.Tensors = append(m.Tensors, tensor.TensorInfo{
-				Name:     e.Name,
-				DType:    e.DType,
-				Shape:    e.Shape,
-				Size:     e.Size(),
-				Location: &refs[i],
-			})
-			refs[i] = tensor.FileRef{Path: f.abs, Offset: uint64(h.DataOffset) + e.Begin, Length: e.Size()}
+			m.Tensors = append(m.Tensors, tensorInfo(e, &refs[i], h, f.abs))
 		}
 		if f.index != nil && listed != f.listed {
 			for name, file := range f.index {
@@ -182,6 +183,40 @@ func (s *Source) Describe(ctx context.Context) (*tensor.Manifest, error) {
 	s.manifest = m
 	return m, nil
 }
+
+// tensorInfo describes the tensor of entry e of header h, in the file at
+// path, with ref as its location.
+func tensorInfo(e *st.Entry, ref *tensor.FileRef, h *st.Header, path string) tensor.TensorInfo {
+	*ref = tensor.FileRef{Path: path, Offset: uint64(h.DataOffset) + e.Begin, Length: e.Size()}
+	return tensor.TensorInfo{Name: e.Name, DType: e.DType, Shape: e.Shape, Size: e.Size(), Location: ref}
+}
+
+// describeEntries fills ts[i] and refs[i] with tensorInfo of h's entry i,
+// a header of many entries in two halves at once: the first writes to
+// fresh memory are most of the cost.
+func describeEntries(ts []tensor.TensorInfo, refs []tensor.FileRef, h *st.Header, path string) {
+	fill := func(from, to int) {
+		for i := from; i < to; i++ {
+			ts[i] = tensorInfo(&h.Tensors[i], &refs[i], h, path)
+		}
+	}
+	n := len(ts)
+	if n < parallelDescribeFrom || runtime.GOMAXPROCS(0) < 2 {
+		fill(0, n)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fill(n/2, n)
+	}()
+	fill(0, n/2)
+	<-done
+}
+
+// parallelDescribeFrom is the number of tensors from which describeEntries
+// works in two halves.
+const parallelDescribeFrom = 4096
 
 type shardFile struct {
 	path string

@@ -340,3 +340,20 @@ func TestDistinctNames(t *testing.T) {
 		t.Error("two empty names: not reported")
 	}
 }
+
+// TestValidUTF8AgreesAtTheSplit: the header validated in halves is valid
+// exactly when utf8.Valid says so, with characters of every length across
+// the middle and invalid bytes on either side of it.
+func TestValidUTF8AgreesAtTheSplit(t *testing.T) {
+	base := bytes.Repeat([]byte("a"), parallelFrom+64)
+	mid := len(base) / 2
+	for _, insert := range []string{"é", "€", "𝄞", "\xff", "\x80", "\x80\x80\x80\x80\x80", "\xe2\x82", "\xf0\x9d\x84", "\xed\xa0\x80"} {
+		for at := mid - 6; at <= mid+6; at++ {
+			raw := slices.Clone(base)
+			copy(raw[at:], insert)
+			if got, want := validUTF8(raw), utf8.Valid(raw); got != want {
+				t.Errorf("%q at %d (middle %d): validUTF8 %v, utf8.Valid %v", insert, at, mid, got, want)
+			}
+		}
+	}
+}

@@ -128,7 +128,7 @@ func ParseHeader(raw []byte, file string) (*Header, error) {
 // share raw's bytes, which must then never be modified.
 func parseHeader(raw []byte, file string, share bool) (*Header, error) {
 	const base = 8
-	if !utf8.Valid(raw) {
+	if !validUTF8(raw) {
 		i := firstInvalidUTF8(raw)
 		return nil, binio.Errorf(file, base+int64(i), "header is not valid UTF-8")
 	}
