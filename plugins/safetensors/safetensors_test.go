@@ -3,7 +3,9 @@ package safetensors
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -254,5 +256,54 @@ func TestIndexDecidesEachShardsTensors(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error %q does not name %q", err, want)
 		}
+	}
+}
+
+// TestDescribeManyTensors: a file of more tensors than describeEntries
+// takes in one piece is described tensor for tensor as the header lists
+// them, with the same descriptions a selection of them gets.
+func TestDescribeManyTensors(t *testing.T) {
+	n := parallelDescribeFrom + 3
+	var hdr bytes.Buffer
+	hdr.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			hdr.WriteString(",")
+		}
+		fmt.Fprintf(&hdr, `"t.%d":{"dtype":"U8","shape":[1,%d],"data_offsets":[%d,%d]}`, i, 1+i%2, i+i/2, i+i/2+1+i%2)
+	}
+	hdr.WriteString("}")
+	dataSize := n + n/2
+	file := make([]byte, 8, 8+hdr.Len()+dataSize)
+	binary.LittleEndian.PutUint64(file, uint64(hdr.Len()))
+	file = append(append(file, hdr.Bytes()...), make([]byte, dataSize)...)
+	path := filepath.Join(t.TempDir(), "many.safetensors")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := describe(t, SourceConfig{Path: path})
+	if len(m.Tensors) != n {
+		t.Fatalf("%d tensors, want %d", len(m.Tensors), n)
+	}
+	dataStart := uint64(8 + hdr.Len())
+	for i, ti := range m.Tensors {
+		size := uint64(1 + i%2)
+		if ti.Name != fmt.Sprintf("t.%d", i) || ti.Size != size || ti.DType != tensor.U8 || len(ti.Shape) != 2 || ti.Shape[1] != size {
+			t.Fatalf("tensor %d: %+v", i, ti)
+		}
+		if l := ti.Location; l == nil || l.Path != path || l.Offset != dataStart+uint64(i+i/2) || l.Length != size {
+			t.Fatalf("tensor %d (%s) located at %+v", i, ti.Name, l)
+		}
+	}
+	picked := describe(t, SourceConfig{Path: path, Only: []string{"t.1*"}})
+	for _, p := range picked.Tensors {
+		var i int
+		fmt.Sscanf(p.Name, "t.%d", &i)
+		if w := m.Tensors[i]; p.Name != w.Name || p.Size != w.Size || *p.Location != *w.Location {
+			t.Errorf("%s selected: %+v at %+v, all: %+v at %+v", p.Name, p, p.Location, w, w.Location)
+		}
+	}
+	if len(picked.Tensors) == 0 {
+		t.Error("the selection took no tensor")
 	}
 }
