@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-ml/sluice/core/host"
+	_ "github.com/sluice-ml/sluice/internal/warmstart" // the binary's pages mapped at once as it starts, plugins too
 	"github.com/sluice-ml/sluice/sdk/bytesize"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )

@@ -1,0 +1,130 @@
+package warmstart
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestExecutableMappings(t *testing.T) {
+	maps := `00400000-00f0d000 r-xp 00000000 fe:00 9981294                            /opt/my tools/sluice
+00f0d000-01ab1000 r--p 00b0d000 fe:00 9981294                            /opt/my tools/sluice
+01ab1000-01b98000 rw-p 016b1000 fe:00 9981294                            /opt/my tools/sluice
+01b98000-03be5000 rw-p 00000000 00:00 0 
+7f0000000000-7f0000001000 r-xp 00000000 fe:00 1234                       /usr/lib/libc.so.6
+7f0000002000-7f0000003000 r--p 00000000 fe:00 1234                       /opt/my tools/sluice2
+7ffd1000-7ffd0000 r--p 00000000 fe:00 9981294                            /opt/my tools/sluice
+zz-7ffd0000 r--p 00000000 fe:00 9981294                                  /opt/my tools/sluice
+7ffe1000-7ffe2000 r--p 00000000 fe:00 9981294                            /opt/my tools/sluice`
+	got := executableMappings([]byte(maps), []byte("/opt/my tools/sluice"))
+	want := []mapping{{0x400000, 0xf0d000}, {0xf0d000, 0x1ab1000}, {0x7ffe1000, 0x7ffe2000}}
+	if len(got) != len(want) {
+		t.Fatalf("got %x, want %x", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mapping %d: got %x, want %x", i, got[i], want[i])
+		}
+	}
+	if got := executableMappings(nil, []byte("/x")); len(got) != 0 {
+		t.Errorf("no maps: got %x", got)
+	}
+}
+
+// TestPopulateMakesTheExecutableResident: after the kernel is told to
+// drop this process's pages of the executable's constants (they come back
+// from the file as they are touched), Populate maps every page of the
+// executable's read-only mappings again.
+func TestPopulateMakesTheExecutableResident(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	dropped := 0
+	for _, m := range executableMappings(maps, []byte(exe)) {
+		if perms := mappingPerms(maps, m); perms == "r--p" {
+			if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_DONTNEED); errno != 0 {
+				t.Fatal(errno)
+			}
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		t.Skip("the executable has no mapping of constants apart from its code")
+	}
+	if short, _ := partlyResident(t); len(short) == 0 {
+		t.Fatal("dropping the constants' pages left them resident: the test cannot tell")
+	}
+	if err := Populate(); errors.Is(err, syscall.EINVAL) {
+		t.Skip("this kernel has no MADV_POPULATE_READ (Linux 5.14)")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	short, checked := partlyResident(t)
+	if checked == 0 {
+		t.Fatal("no read-only mapping of the executable in /proc/self/smaps")
+	}
+	for _, s := range short {
+		t.Errorf("after Populate: %s", s)
+	}
+}
+
+// mappingPerms returns the permissions of mapping m in a maps listing.
+func mappingPerms(maps []byte, m mapping) string {
+	for _, line := range strings.Split(string(maps), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 2 {
+			continue
+		}
+		from, to, _ := strings.Cut(fs[0], "-")
+		start, _ := parseHex([]byte(from))
+		end, _ := parseHex([]byte(to))
+		if start == m.start && end == m.end {
+			return fs[1]
+		}
+	}
+	return ""
+}
+
+// partlyResident describes the executable's read-only mappings that are
+// not wholly resident, and counts the mappings it looked at.
+func partlyResident(t *testing.T) (short []string, checked int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	current, size := "", 0 // the mapping whose counts follow, if one of exe's read-only ones
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		switch {
+		case len(fs) >= 6 && strings.Contains(fs[0], "-"):
+			current = ""
+			if strings.HasSuffix(line, exe) && strings.HasPrefix(fs[1], "r-") {
+				current = fs[0]
+			}
+		case current != "" && len(fs) >= 2 && fs[0] == "Size:":
+			size, _ = strconv.Atoi(fs[1])
+		case current != "" && len(fs) >= 2 && fs[0] == "Rss:":
+			rss, _ := strconv.Atoi(fs[1])
+			if rss != size {
+				short = append(short, fmt.Sprintf("mapping %s of %s: %d of %d kB resident", current, exe, rss, size))
+			}
+			checked++
+			current = ""
+		}
+	}
+	return short, checked
+}
