@@ -1,20 +1,22 @@
 // Package warmstart makes the executable's code and read-only data resident
-// as the process starts, in one system call per mapping, instead of a page
-// fault for each run of pages the start-up first touches.
+// as the process starts, in a system call per run of cached pages, instead of
+// a page fault for each run of pages the start-up first touches.
 //
 // A Go program of tens of megabytes touches pages all over its code and
 // read-only data while the runtime and a few hundred packages initialise:
 // about a thousand faults for sluice's binary, each of which traps to the
-// hypervisor on a virtual machine. The pages are in the page cache (the binary
-// was read to start it), so mapping them all at once (madvise
-// MADV_POPULATE_READ, Linux 5.14) costs about a millisecond, and a command
-// starts 3–4 ms sooner; a run starts its plugin processes from the same binary
-// and each gains as much. The mapped pages count in the process's resident
-// set (about 8 MiB more for sluice): they are the page cache's, shared by
-// every process of the binary, and free to drop.
+// hypervisor on a virtual machine. Mapping at once the pages the page cache
+// already holds (mincore, then madvise MADV_POPULATE_READ, Linux 5.14) costs
+// about a millisecond, and a command starts about 3 ms sooner; a run starts its
+// plugin processes from the same binary and each gains as much. Pages the
+// cache does not hold (a first start, a cache under pressure) are left to fault
+// in: populating them would read from the disk what start-up may never need.
+// The mapped pages count in the process's resident set (about 8 MiB more for
+// sluice): they are the page cache's, shared by every process of the binary,
+// and free to drop.
 //
 // It runs in the package's init, which runs early because the package needs
 // nothing but package syscall: Go initialises packages in the order of their
-// import paths among those whose imports are ready. Anywhere the call is
+// import paths among those whose imports are ready. Anywhere the calls are
 // missing (another system, an older kernel, no /proc) nothing happens.
 package warmstart

@@ -2,7 +2,10 @@
 
 package warmstart
 
-import "syscall"
+import (
+	"syscall"
+	"unsafe"
+)
 
 func init() { _ = Populate() }
 
@@ -10,8 +13,11 @@ func init() { _ = Populate() }
 // name.
 const madvPopulateRead = 22
 
-// Populate makes the read-only mappings of the running executable resident.
-// It returns the first error of reading /proc/self or of madvise.
+// Populate maps the pages of the running executable's read-only mappings
+// that the page cache holds. Pages it does not hold (the binary's first
+// start, a cache under pressure) are left to fault in as start-up touches
+// them: populating them would read from the disk what start-up may never
+// need. It returns the first error of reading /proc/self or of madvise.
 func Populate() error {
 	exe := make([]byte, 4096)
 	n, err := syscall.Readlink("/proc/self/exe", exe)
@@ -23,12 +29,41 @@ func Populate() error {
 	if err != nil {
 		return err
 	}
+	page := uintptr(syscall.Getpagesize())
 	for _, m := range executableMappings(maps, exe) {
-		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, madvPopulateRead); errno != 0 {
-			return errno
+		for _, run := range cachedRuns(m, page) {
+			if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, run.start, run.end-run.start, madvPopulateRead); errno != 0 {
+				return errno
+			}
 		}
 	}
 	return nil
+}
+
+// cachedRuns returns the runs of m's pages that are in the page cache
+// (mincore), nothing if mincore fails.
+func cachedRuns(m mapping, page uintptr) []mapping {
+	vec := make([]byte, (m.end-m.start+page-1)/page)
+	if len(vec) == 0 {
+		return nil
+	}
+	if _, _, errno := syscall.Syscall(syscall.SYS_MINCORE, m.start, m.end-m.start, uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		return nil
+	}
+	var runs []mapping
+	for i := 0; i < len(vec); {
+		if vec[i]&1 == 0 {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(vec) && vec[j]&1 != 0 {
+			j++
+		}
+		runs = append(runs, mapping{m.start + uintptr(i)*page, min(m.start+uintptr(j)*page, m.end)})
+		i = j
+	}
+	return runs
 }
 
 // mapping is an address range of /proc/self/maps.

@@ -1,13 +1,18 @@
 package warmstart
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestExecutableMappings(t *testing.T) {
@@ -127,4 +132,54 @@ func partlyResident(t *testing.T) (short []string, checked int) {
 		}
 	}
 	return short, checked
+}
+
+// TestCachedRunsFollowThePageCache: in a mapping of a file whose pages were
+// dropped from the page cache, only the pages read since are cached runs.
+func TestCachedRunsFollowThePageCache(t *testing.T) {
+	page := uintptr(os.Getpagesize())
+	size := 16 * int(page)
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{7}, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil { // clean pages, which the kernel may drop
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, int64(size), unix.FADV_DONTNEED); err != nil {
+		t.Skip(err)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	start := uintptr(unsafe.Pointer(&b[0]))
+	m := mapping{start, start + uintptr(size)}
+	if runs := cachedRuns(m, page); len(runs) != 0 {
+		t.Skipf("the kernel kept pages of the file after FADV_DONTNEED (%x): the test cannot tell", runs)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM); err != nil { // no readahead
+		t.Fatal(err)
+	}
+	for _, p := range []int{2, 3, 9} {
+		if _, err := f.ReadAt(make([]byte, page), int64(p)*int64(page)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := cachedRuns(m, page)
+	want := []mapping{{start + 2*page, start + 4*page}, {start + 9*page, start + 10*page}}
+	if len(runs) != len(want) {
+		t.Fatalf("cached runs %x, want %x", runs, want)
+	}
+	for i := range want {
+		if runs[i] != want[i] {
+			t.Errorf("run %d: %x, want %x", i, runs[i], want[i])
+		}
+	}
 }
