@@ -191,9 +191,9 @@ func tensorInfo(e *st.Entry, ref *tensor.FileRef, h *st.Header, path string) ten
 	return tensor.TensorInfo{Name: e.Name, DType: e.DType, Shape: e.Shape, Size: e.Size(), Location: ref}
 }
 
-// describeEntries fills ts[i] and refs[i] with tensorInfo of h's entry i,
-// a header of many entries in two halves at once: the first writes to
-// fresh memory are most of the cost.
+// describeEntries sets ts[i] and refs[i] from h's entry i, for every entry.
+// From parallelDescribeFrom entries it works in two halves at once: the
+// first writes to fresh memory are most of the cost.
 func describeEntries(ts []tensor.TensorInfo, refs []tensor.FileRef, h *st.Header, path string) {
 	fill := func(from, to int) {
 		for i := from; i < to; i++ {

@@ -143,11 +143,10 @@ func maxEntries(b []byte) int {
 
 // parseMembers takes the members of the header's object from raw[from:],
 // into tensors if it has room (the bound of maxEntries sizes the list and
-// the shapes' backing array once). It leaves duplicate tensor names to
-// distinctNames. With stop = len(raw) it
-// takes them to the object's end and the end of raw. With stop < len(raw)
-// it takes them until the member that starts exactly at stop, and fails if
-// none does.
+// the shapes' backing array once). With stop = len(raw) it takes them to
+// the object's end and the end of raw. With stop < len(raw) it takes them
+// until the member that starts exactly at stop, and fails if none does. It
+// leaves a tensor name given twice to distinctNames.
 func parseMembers(raw []byte, from, stop int, tensors []Entry, share bool) (*memberRun, bool) {
 	n := maxEntries(raw[from:stop])
 	if tensors == nil {
