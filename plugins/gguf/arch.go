@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -116,8 +115,6 @@ func newHFConversion(option string, in *tensor.Manifest) (*hfConversion, error) 
 	return c, nil
 }
 
-var layerName = regexp.MustCompile(`^model\.layers\.([0-9]+)\.(.+)$`)
-
 // rename maps a Hugging Face tensor name to llama.cpp's, or says why the
 // tensor is not written.
 func (c *hfConversion) rename(name string) (string, string, error) {
@@ -150,12 +147,12 @@ func (c *hfConversion) permuteHeads(name string) int {
 	if c.family != "llama" && c.family != "mistral" {
 		return 0 // qwen2/qwen3 use NeoX RoPE: no permutation
 	}
-	m := layerName.FindStringSubmatch(name)
-	if m == nil {
+	_, rest, ok := llamanames.HFLayer(name)
+	if !ok {
 		return 0
 	}
 	heads := *c.cfg.NumAttentionHeads
-	switch m[2] {
+	switch rest {
 	case "self_attn.q_proj.weight", "self_attn.q_proj.bias":
 	case "self_attn.k_proj.weight", "self_attn.k_proj.bias":
 		if c.cfg.NumKeyValueHeads != nil && *c.cfg.NumKeyValueHeads != 0 {

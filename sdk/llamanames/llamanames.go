@@ -10,7 +10,6 @@
 package llamanames
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -41,12 +40,40 @@ var Top = map[string]string{
 }
 
 var (
-	hfLayer   = regexp.MustCompile(`^model\.layers\.([0-9]+)\.(.+)$`)
-	ggufLayer = regexp.MustCompile(`^blk\.([0-9]+)\.(.+)$`)
-
 	layerBack = invert(Layer)
 	topBack   = invert(Top)
 )
+
+// Prefixes of the layer tensor names: model.layers.N.REST and blk.N.REST.
+const (
+	hfLayerPrefix   = "model.layers."
+	ggufLayerPrefix = "blk."
+)
+
+// HFLayer splits a Hugging Face layer tensor name, model.layers.N.REST, into
+// the layer number N (decimal digits) and REST (not empty, on one line).
+func HFLayer(name string) (n, rest string, ok bool) { return splitLayer(name, hfLayerPrefix) }
+
+// splitLayer splits prefix + N + "." + REST into N and REST, as the pattern
+// ^PREFIX([0-9]+)\.(.+)$ would.
+func splitLayer(name, prefix string) (n, rest string, ok bool) {
+	s, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return "", "", false
+	}
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	if i == 0 || i == len(s) || s[i] != '.' {
+		return "", "", false
+	}
+	rest = s[i+1:]
+	if rest == "" || strings.IndexByte(rest, '\n') >= 0 {
+		return "", "", false
+	}
+	return s[:i], rest, true
+}
 
 func invert(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
@@ -76,9 +103,9 @@ func ToGGUF(name string) (string, bool) {
 	if out, ok := Top[stem]; ok {
 		return out + suffix, true
 	}
-	if m := hfLayer.FindStringSubmatch(stem); m != nil {
-		if out, ok := Layer[m[2]]; ok {
-			return "blk." + m[1] + "." + out + suffix, true
+	if n, rest, ok := splitLayer(stem, hfLayerPrefix); ok {
+		if out, ok := Layer[rest]; ok {
+			return ggufLayerPrefix + n + "." + out + suffix, true
 		}
 	}
 	return "", false
@@ -94,9 +121,9 @@ func ToHF(name string) (string, bool) {
 	if out, ok := topBack[stem]; ok {
 		return out + suffix, true
 	}
-	if m := ggufLayer.FindStringSubmatch(stem); m != nil {
-		if out, ok := layerBack[m[2]]; ok {
-			return "model.layers." + m[1] + "." + out + suffix, true
+	if n, rest, ok := splitLayer(stem, ggufLayerPrefix); ok {
+		if out, ok := layerBack[rest]; ok {
+			return hfLayerPrefix + n + "." + out + suffix, true
 		}
 	}
 	return "", false
@@ -115,14 +142,14 @@ func Canonical(name string) string {
 
 // LayerIndex returns N of a "blk.N." or "model.layers.N." name.
 func LayerIndex(name string) (int, bool) {
-	m := ggufLayer.FindStringSubmatch(name)
-	if m == nil {
-		m = hfLayer.FindStringSubmatch(name)
+	digits, _, ok := splitLayer(name, ggufLayerPrefix)
+	if !ok {
+		digits, _, ok = splitLayer(name, hfLayerPrefix)
 	}
-	if m == nil {
+	if !ok {
 		return 0, false
 	}
-	n, err := strconv.Atoi(m[1])
+	n, err := strconv.Atoi(digits)
 	if err != nil {
 		return 0, false
 	}

@@ -1,6 +1,9 @@
 package llamanames
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 func TestMapsBothWays(t *testing.T) {
 	for hf, gguf := range map[string]string{
@@ -50,4 +53,42 @@ func TestLayerIndex(t *testing.T) {
 			t.Errorf("LayerIndex(%s) = %d, want %d", name, got, want)
 		}
 	}
+}
+
+// layerPatterns are the patterns splitLayer replaces, one per prefix.
+var layerPatterns = map[string]*regexp.Regexp{
+	hfLayerPrefix:   regexp.MustCompile(`^model\.layers\.([0-9]+)\.(.+)$`),
+	ggufLayerPrefix: regexp.MustCompile(`^blk\.([0-9]+)\.(.+)$`),
+}
+
+// checkSplitLayer holds splitLayer to the pattern for prefix on name.
+func checkSplitLayer(t *testing.T, name, prefix string) {
+	t.Helper()
+	n, rest, ok := splitLayer(name, prefix)
+	m := layerPatterns[prefix].FindStringSubmatch(name)
+	if ok != (m != nil) || ok && (n != m[1] || rest != m[2]) {
+		t.Errorf("splitLayer(%q, %q) = %q, %q, %v; the pattern: %q", name, prefix, n, rest, ok, m)
+	}
+}
+
+func TestSplitLayerAgreesWithThePattern(t *testing.T) {
+	for _, name := range []string{
+		"model.layers.0.mlp.down_proj.weight", "model.layers.12.x", "model.layers.007.a.b", "model.layers.1.",
+		"model.layers..x", "model.layers.x.y", "model.layers.1x.y", "model.layers.1", "model.layers.1.a\nb",
+		"model.layers.1.\n", "model.layers.1.a\n", "model.layers.1..", "model.layers.1.é", "xmodel.layers.1.a",
+		"blk.0.attn_q.weight", "blk.3", "blk.3.", "blk..a", "blk.3.a.b", "blk.٣.a", "", "blk.", "model.layers.",
+	} {
+		checkSplitLayer(t, name, hfLayerPrefix)
+		checkSplitLayer(t, name, ggufLayerPrefix)
+	}
+}
+
+func FuzzSplitLayer(f *testing.F) {
+	f.Add("model.layers.3.self_attn.q_proj.weight")
+	f.Add("blk.3.attn_q.weight")
+	f.Add("blk.3.\n")
+	f.Fuzz(func(t *testing.T, name string) {
+		checkSplitLayer(t, name, hfLayerPrefix)
+		checkSplitLayer(t, name, ggufLayerPrefix)
+	})
 }
