@@ -3,6 +3,9 @@
 package warmstart
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -19,18 +22,16 @@ const madvPopulateRead = 22
 // them: populating them would read from the disk what start-up may never
 // need. It returns the first error of reading /proc/self or of madvise.
 func Populate() error {
-	exe := make([]byte, 4096)
-	n, err := syscall.Readlink("/proc/self/exe", exe)
+	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return err
 	}
-	exe = exe[:n]
-	maps, err := readAll("/proc/self/maps")
+	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return err
 	}
 	page := uintptr(syscall.Getpagesize())
-	for _, m := range executableMappings(maps, exe) {
+	for _, m := range executableMappings(maps, []byte(exe)) {
 		for _, run := range cachedRuns(m, page) {
 			if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, run.start, run.end-run.start, madvPopulateRead); errno != 0 {
 				return errno
@@ -73,106 +74,27 @@ type mapping struct{ start, end uintptr }
 // the file exe among the lines of a /proc/PID/maps listing.
 func executableMappings(maps, exe []byte) []mapping {
 	var found []mapping
-	for len(maps) > 0 {
-		line := maps
-		if i := indexByte(maps, '\n'); i >= 0 {
-			line, maps = maps[:i], maps[i+1:]
-		} else {
-			maps = nil
-		}
-		// start-end perms offset dev inode path
-		f := fields(line, 6)
-		if len(f) < 6 || string(f[5]) != string(exe) || len(f[1]) < 2 || f[1][0] != 'r' || f[1][1] != '-' {
+	for line := range bytes.Lines(maps) {
+		// start-end perms offset dev inode path, the path holding any spaces
+		f := bytes.Fields(line)
+		if len(f) < 6 || !bytes.HasPrefix(f[1], []byte("r-")) || !bytes.Equal(pathOf(line), exe) {
 			continue
 		}
-		dash := indexByte(f[0], '-')
-		if dash < 0 {
-			continue
-		}
-		start, ok1 := parseHex(f[0][:dash])
-		end, ok2 := parseHex(f[0][dash+1:])
-		if ok1 && ok2 && start < end {
-			found = append(found, mapping{start, end})
+		from, to, ok := bytes.Cut(f[0], []byte("-"))
+		start, err1 := strconv.ParseUint(string(from), 16, 64)
+		end, err2 := strconv.ParseUint(string(to), 16, 64)
+		if ok && err1 == nil && err2 == nil && start < end {
+			found = append(found, mapping{uintptr(start), uintptr(end)})
 		}
 	}
 	return found
 }
 
-// fields splits line at runs of spaces into at most n fields, the last
-// taking the rest of the line (a path may hold spaces).
-func fields(line []byte, n int) [][]byte {
-	var f [][]byte
-	for len(line) > 0 && len(f) < n-1 {
-		for len(line) > 0 && line[0] == ' ' {
-			line = line[1:]
-		}
-		i := indexByte(line, ' ')
-		if i < 0 {
-			i = len(line)
-		}
-		if i > 0 {
-			f = append(f, line[:i])
-		}
-		line = line[i:]
+// pathOf returns the path of a maps line: what follows its fifth field.
+func pathOf(line []byte) []byte {
+	rest := line
+	for range 5 {
+		_, rest, _ = bytes.Cut(bytes.TrimLeft(rest, " "), []byte(" "))
 	}
-	for len(line) > 0 && line[0] == ' ' {
-		line = line[1:]
-	}
-	if len(line) > 0 {
-		f = append(f, line)
-	}
-	return f
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func parseHex(b []byte) (uintptr, bool) {
-	if len(b) == 0 || len(b) > 16 {
-		return 0, false
-	}
-	var v uintptr
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | uintptr(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | uintptr(c-'a'+10)
-		default:
-			return 0, false
-		}
-	}
-	return v, true
-}
-
-// readAll reads a file of /proc whole.
-func readAll(path string) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer syscall.Close(fd)
-	b := make([]byte, 0, 8192)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return bytes.TrimSpace(rest)
 }

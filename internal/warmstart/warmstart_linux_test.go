@@ -90,9 +90,9 @@ func mappingPerms(maps []byte, m mapping) string {
 			continue
 		}
 		from, to, _ := strings.Cut(fs[0], "-")
-		start, _ := parseHex([]byte(from))
-		end, _ := parseHex([]byte(to))
-		if start == m.start && end == m.end {
+		start, _ := strconv.ParseUint(from, 16, 64)
+		end, _ := strconv.ParseUint(to, 16, 64)
+		if uintptr(start) == m.start && uintptr(end) == m.end {
 			return fs[1]
 		}
 	}
