@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -88,10 +87,8 @@ func packedFromProto(p *pb.Value) (tensor.Value, error) {
 	if err != nil {
 		return tensor.Value{}, err
 	}
-	for i, s := range v.Strings() {
-		if !utf8.ValidString(s) {
-			return tensor.Value{}, fmt.Errorf("element %d of a string array is not valid UTF-8", i)
-		}
+	if bad := checkValueStrings(v); bad != "" {
+		return tensor.Value{}, fmt.Errorf("%s of a string array is not valid UTF-8", bad)
 	}
 	return v, nil
 }
