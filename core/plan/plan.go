@@ -191,7 +191,7 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 	}
 	skp := &SinkPlan{Stage: s, Sink: sink, In: in.Out, Plan: sp, SigningKey: in.SigningKey, SigningKeyID: in.SigningKeyID}
 	final := &tensor.Manifest{Metadata: in.Out.Metadata.Clone()}
-	convert := map[string]tensor.DType{}
+	convert := make(map[string]tensor.DType, len(sp.Convert))
 	var received map[string]int
 	if len(sp.Convert) > 0 {
 		received = in.Out.Index()
@@ -206,7 +206,7 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 	for _, d := range sp.Drop {
 		drop[d.Tensor] = true
 	}
-	skp.Routes = map[string]*Route{}
+	skp.Routes = make(map[string]*Route, len(in.Out.Tensors))
 	final.Tensors = make([]tensor.TensorInfo, 0, len(in.Out.Tensors))
 	for _, t := range in.Out.Tensors {
 		if drop[t.Name] {
@@ -241,7 +241,7 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan, indexes map
 		i, ok := index[name]
 		return i, ok
 	}
-	convert := map[string]tensor.DType{}
+	convert := make(map[string]tensor.DType, len(sk.Plan.Convert))
 	for _, c := range sk.Plan.Convert {
 		convert[c.Tensor] = c.To
 	}

@@ -142,7 +142,9 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 		spec  TensorSpec
 		shard int
 	}
-	var tensors []planned
+	// Sized once: a model of tens of thousands of tensors would otherwise
+	// grow these by doubling, each time into fresh memory.
+	tensors := make([]planned, 0, len(in.Tensors))
 	shards := 0
 	if conv != nil {
 		out.notes = append(out.notes, plugin.Decision{Msg: fmt.Sprintf("converted as llama.cpp's converter converts %s: general.architecture %q, hyperparameters from config.json, tokenizer keys, tensors renamed (model.layers.N.* → blk.N.*, model.embed_tokens → token_embd, lm_head → output)", conv.family, conv.arch)})
@@ -291,6 +293,8 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 			f.md.Set(KeySplitTensorsCount, tensor.I32Value(int32(len(tensors))))
 		} else {
 			f.md = md
+			f.specs = make([]TensorSpec, 0, len(tensors))
+			f.inNames = make([]string, 0, len(tensors))
 		}
 		for _, p := range tensors {
 			if p.shard != i {

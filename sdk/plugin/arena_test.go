@@ -109,6 +109,71 @@ func TestReserveGrantsInOrder(t *testing.T) {
 	}
 }
 
+// Slots given back at once go to as many reservations waiting in line as
+// they fit, in order, and no further: the first that does not fit stops
+// the ones behind it, even those that would.
+func TestReserveGrantsWhatFitsInOrder(t *testing.T) {
+	a := newTestArena(t, 6, 1<<12)
+	ctx := context.Background()
+	all, err := a.Reserve(ctx, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := reserveAsync(ctx, a, 2)
+	waitQueued(t, a, 1)
+	three := reserveAsync(ctx, a, 3)
+	waitQueued(t, a, 2)
+	four := reserveAsync(ctx, a, 4)
+	waitQueued(t, a, 3)
+	one := reserveAsync(ctx, a, 1)
+	waitQueued(t, a, 4)
+	all.Close()
+	p2, p3 := granted(t, two), granted(t, three)
+	waitQueued(t, a, 2)
+	select {
+	case v := <-one:
+		t.Fatalf("the 1-slot reservation passed the 4-slot one before it: %v", v)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if got := a.Free(); got != 1 {
+		t.Errorf("%d slots free with 2 + 3 granted, want 1", got)
+	}
+	p2.Close()
+	p3.Close()
+	granted(t, four).Close()
+	granted(t, one).Close()
+	if got := a.Free(); got != 6 {
+		t.Errorf("%d slots free at the end, want 6", got)
+	}
+}
+
+// Closing the arena fails every reservation waiting in line.
+func TestReserveFailsWhenTheArenaCloses(t *testing.T) {
+	a := newTestArena(t, 2, 1<<12)
+	ctx := context.Background()
+	hold, err := a.Reserve(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	waiting := []chan any{reserveAsync(ctx, a, 1), reserveAsync(ctx, a, 2)}
+	waitQueued(t, a, 2)
+	a.Close()
+	for i, ch := range waiting {
+		select {
+		case v := <-ch:
+			if err, ok := v.(error); !ok || !errors.Is(err, ErrArenaClosed) {
+				t.Errorf("reservation %d after the close: %v, want ErrArenaClosed", i, v)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("reservation %d still waits after the close", i)
+		}
+	}
+	if _, err := a.Reserve(ctx, 1); !errors.Is(err, ErrArenaClosed) {
+		t.Errorf("Reserve after Close: %v, want ErrArenaClosed", err)
+	}
+}
+
 // slotOf returns the arena slot of a chunk taken from a pool.
 func slotOf(t *testing.T, c *Chunk) uint32 {
 	t.Helper()

@@ -201,15 +201,19 @@ func infoFromProto(p *pb.GetInfoResponse) *Info {
 
 func planToProto(p *SinkPlan) *pb.PlanResponse {
 	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
-	for _, c := range p.Convert {
-		out.Convert = append(out.Convert, &pb.Conversion{Tensor: c.Tensor, Dtype: string(c.To), Reason: c.Reason})
+	// A plan may convert tens of thousands of tensors: each list is made
+	// at its size, its messages in one array.
+	if n := len(p.Convert); n > 0 {
+		out.Convert = make([]*pb.Conversion, n)
+		msgs := make([]pb.Conversion, n)
+		for i, c := range p.Convert {
+			m := &msgs[i]
+			m.Tensor, m.Dtype, m.Reason = c.Tensor, string(c.To), c.Reason
+			out.Convert[i] = m
+		}
 	}
-	for _, d := range p.Drop {
-		out.Drop = append(out.Drop, &pb.Decision{Tensor: d.Tensor, Msg: d.Msg})
-	}
-	for _, d := range p.Notes {
-		out.Notes = append(out.Notes, &pb.Decision{Tensor: d.Tensor, Msg: d.Msg})
-	}
+	out.Drop = decisionsToProto(p.Drop)
+	out.Notes = decisionsToProto(p.Notes)
 	for _, f := range p.Files {
 		out.Files = append(out.Files, &pb.PlannedFile{Path: f.Path, Size: f.Size, Tensors: uint32(f.Tensors)})
 	}
@@ -218,17 +222,43 @@ func planToProto(p *SinkPlan) *pb.PlanResponse {
 
 func planFromProto(p *pb.PlanResponse) *SinkPlan {
 	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
-	for _, c := range p.Convert {
-		out.Convert = append(out.Convert, Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason})
+	if n := len(p.Convert); n > 0 {
+		out.Convert = make([]Conversion, n)
+		for i, c := range p.Convert {
+			out.Convert[i] = Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason}
+		}
 	}
-	for _, d := range p.Drop {
-		out.Drop = append(out.Drop, Decision{Tensor: d.Tensor, Msg: d.Msg})
-	}
-	for _, d := range p.Notes {
-		out.Notes = append(out.Notes, Decision{Tensor: d.Tensor, Msg: d.Msg})
-	}
+	out.Drop = decisionsFromProto(p.Drop)
+	out.Notes = decisionsFromProto(p.Notes)
 	for _, f := range p.Files {
 		out.Files = append(out.Files, PlannedFile{Path: f.Path, Size: f.Size, Tensors: int(f.Tensors)})
+	}
+	return out
+}
+
+// decisionsToProto converts a plan's decisions, its messages in one array.
+func decisionsToProto(ds []Decision) []*pb.Decision {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]*pb.Decision, len(ds))
+	msgs := make([]pb.Decision, len(ds))
+	for i, d := range ds {
+		m := &msgs[i]
+		m.Tensor, m.Msg = d.Tensor, d.Msg
+		out[i] = m
+	}
+	return out
+}
+
+// decisionsFromProto converts decisions received in a plan.
+func decisionsFromProto(ds []*pb.Decision) []Decision {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]Decision, len(ds))
+	for i, d := range ds {
+		out[i] = Decision{Tensor: d.Tensor, Msg: d.Msg}
 	}
 	return out
 }
