@@ -137,19 +137,26 @@ func (o *aheadOp) Apply(dst, src []byte) error {
 }
 
 // TestReadAheadIsBoundedOverTrees checks that the trees in flight together
-// read only as far ahead of the cores as readAheadSlots allows, where each
+// read only as far ahead of the cores as readAheadChunks allows, where each
 // read a few chunks ahead of its own: every slot held at once is one more
-// whose pages each process of the run touches.
+// whose pages each process of the run touches. With slots larger than
+// chunkTarget, the bound is a chunk of chunkTarget bytes, not a slot.
 func TestReadAheadIsBoundedOverTrees(t *testing.T) {
-	const slotSize = 64 << 10
+	t.Run("slots of 64 KiB", func(t *testing.T) { testReadAheadBound(t, 64<<10, 12, 64<<10) })
+	t.Run("slots of four chunkTargets", func(t *testing.T) { testReadAheadBound(t, 4*chunkTarget, 4, chunkTarget) })
+}
+
+// testReadAheadBound runs trees of four slots of f32 each through one worker
+// and checks that at most most bytes were read ahead of the op.
+func testReadAheadBound(t *testing.T, slotSize, trees int, most int64) {
 	src := &countedSource{memSource: &memSource{m: &tensor.Manifest{}, data: map[string][]byte{}}}
-	for i := range 12 {
+	for i := range trees {
 		name := fmt.Sprintf("t%02d", i)
-		vals := make([]float32, slotSize) // four chunks
+		vals := make([]float32, slotSize) // four slots
 		for j := range vals {
 			vals[j] = float32(i*len(vals) + j)
 		}
-		src.m.Tensors = append(src.m.Tensors, tensor.TensorInfo{Name: name, DType: tensor.F32, Shape: []uint64{uint64(len(vals))}, Size: 4 * slotSize})
+		src.m.Tensors = append(src.m.Tensors, tensor.TensorInfo{Name: name, DType: tensor.F32, Shape: []uint64{uint64(len(vals))}, Size: 4 * uint64(slotSize)})
 		src.data[name] = f32Bytes(vals)
 	}
 	// With one worker the bound is exact: a chunk is read ahead only once
@@ -165,7 +172,7 @@ func TestReadAheadIsBoundedOverTrees(t *testing.T) {
 			t.Errorf("%s: bytes differ", name)
 		}
 	}
-	if op.most > slotSize {
-		t.Errorf("%d bytes were read ahead of the op, want at most a chunk, %d", op.most, slotSize)
+	if op.most > most {
+		t.Errorf("%d bytes were read ahead of the op, want at most a chunk, %d", op.most, most)
 	}
 }

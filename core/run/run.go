@@ -80,7 +80,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	r := &runner{opts: opts, cpu: newRankGate(opts.Workers), ahead: newRankGate(readAheadSlots(opts.Workers) * opts.Arena.SlotSize()),
+	r := &runner{opts: opts, cpu: newRankGate(opts.Workers), ahead: newRankGate(readAheadChunks(opts.Workers) * min(opts.Arena.SlotSize(), chunkTarget)),
 		heap:   semaphore.NewWeighted(int64(max(opts.HeapBudget, 1))),
 		pieces: plugin.NewPieces(opts.Arena), files: map[string]*os.File{}}
 	defer r.closeFiles()
@@ -177,7 +177,7 @@ type runner struct {
 	opts Options
 	cpu  *rankGate
 	// ahead bounds the bytes of the chunks read for ops that have no core
-	// yet, over all trees (readAheadSlots): trees read ahead only as far as
+	// yet, over all trees (readAheadChunks): trees read ahead only as far as
 	// the cores can use, where each tree in flight read a few chunks ahead
 	// of its own, and every slot they held at once is one more whose pages
 	// each process of the run touches.
@@ -386,8 +386,21 @@ type layout struct {
 	streams bool   // some leaf needs the root's bytes streamed
 }
 
+// chunkTarget is the most bytes a chunk of any node holds when the ops'
+// units allow it, however large the slots: the slots stay large so that an
+// op whose unit is larger (a permute of a wide model's heads) still
+// streams, but a chunk that fills only the first MiB of a slot touches only
+// that MiB. Each process that maps the arena pays for the first touch of
+// every page it uses, which on a virtual machine costs more than the copy
+// (The arena's first touch, docs/performance.md); with 8 MiB chunks a
+// quantizing run touched 100 MiB and more of the arena in each process,
+// with chunks of 1 MiB a quarter of that. Smaller chunks also even out the
+// cores' work at a tensor's end.
+const chunkTarget = 1 << 20
+
 // planLayout picks the root chunk size so that every chunk holds whole units
-// of every op and no node's chunk exceeds a slot.
+// of every op and no node's chunk exceeds a slot, nor chunkTarget bytes
+// where the units fit in that: then it holds the most whole units that do.
 func planLayout(t *plan.Tree, slot uint64) layout {
 	l := layout{align: 1}
 	root := t.Root
@@ -436,13 +449,21 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 		return layout{chunk: 0, nodes: l.nodes, streams: true}
 	}
 	l.align = align.Uint64()
-	// chunk * maxRatio ≤ slot → chunk ≤ slot * den / num
-	limit := new(big.Int).Mul(new(big.Int).SetUint64(slot), new(big.Int).SetUint64(maxRatioDen))
-	limit.Quo(limit, new(big.Int).SetUint64(maxRatioNum))
-	if !limit.IsUint64() {
-		limit.SetUint64(slot)
+	// chunk * maxRatio ≤ bound → chunk ≤ bound * den / num
+	chunkWithin := func(bound uint64) uint64 {
+		limit := new(big.Int).Mul(new(big.Int).SetUint64(bound), new(big.Int).SetUint64(maxRatioDen))
+		limit.Quo(limit, new(big.Int).SetUint64(maxRatioNum))
+		if !limit.IsUint64() {
+			limit.SetUint64(bound)
+		}
+		return limit.Uint64() / l.align * l.align
 	}
-	chunk := limit.Uint64() / l.align * l.align
+	chunk := chunkWithin(slot)
+	if target := chunkWithin(min(slot, chunkTarget)); target > 0 {
+		chunk = target
+	} else if chunk > l.align {
+		chunk = l.align // a unit is more than chunkTarget: one per chunk
+	}
 	if chunk == 0 {
 		return layout{chunk: 0, nodes: l.nodes, streams: true}
 	}
@@ -588,13 +609,14 @@ func (r *runner) holdAhead(ctx context.Context, lay layout, n uint64, rank int) 
 	return aheadHold{gate: r.ahead, n: w}, nil
 }
 
-// readAheadSlots is how many slots of chunks the trees of a run may read
-// ahead of the cores: one for every two workers, at least one. Reading a
-// slot from the page cache takes a fraction of the time an op works on
-// it, so one chunk waiting per two cores keeps them busy; with one per
-// core, the in-process q8_0 conversion of the benchmark took 1.42 s, with
-// one per two 1.13 s (docs/performance.md, Touching fewer slots).
-func readAheadSlots(workers int) int { return max(1, workers/2) }
+// readAheadChunks is how many chunks (of chunkTarget bytes, or a slot's
+// when slots are smaller) the trees of a run may read ahead of the cores:
+// one for every two workers, at least one. Reading a chunk from the page
+// cache takes a fraction of the time an op works on it, so one chunk
+// waiting per two cores keeps them busy; with one per core, the in-process
+// q8_0 conversion of the benchmark took 1.42 s, with one per two 1.13 s
+// (docs/performance.md, Touching fewer slots).
+func readAheadChunks(workers int) int { return max(1, workers/2) }
 
 // drop gives the share back, once.
 func (h *aheadHold) drop() {

@@ -277,4 +277,37 @@ func TestPlanLayoutKeepsUnitsWholeAndChunksWithinASlot(t *testing.T) {
 	if l.chunk*2 > slot {
 		t.Errorf("chunk %d becomes %d bytes of f32, more than a slot", l.chunk, l.chunk*2)
 	}
+	// The slot has room for 8 MiB of f32; a chunk holds only chunkTarget.
+	if got, want := l.chunk*2, uint64(chunkTarget); got != want {
+		t.Errorf("chunk %d becomes %d bytes of f32, want chunkTarget's %d", l.chunk, got, want)
+	}
+}
+
+// unitOp is an op of units of a given size that changes no byte count.
+type unitOp struct{ unit uint64 }
+
+func (o unitOp) String() string              { return fmt.Sprintf("units of %d", o.unit) }
+func (o unitOp) UnitBytes() (uint64, uint64) { return o.unit, o.unit }
+func (o unitOp) Apply(dst, src []byte) error { copy(dst, src); return nil }
+
+// An op whose unit is more than chunkTarget still streams, one unit to a
+// chunk, as long as a unit fits in a slot; one larger than a slot needs
+// the whole tensor.
+func TestPlanLayoutChunksOfOneUnitPastTheTarget(t *testing.T) {
+	const slot = 8 << 20
+	for _, c := range []struct {
+		unit, size, chunk uint64
+	}{
+		{unit: 4 << 10, size: 64 << 20, chunk: chunkTarget},
+		{unit: 3 << 20, size: 24 << 20, chunk: 3 << 20},
+		{unit: 8 << 20, size: 24 << 20, chunk: 8 << 20},
+		{unit: 12 << 20, size: 24 << 20, chunk: 0},
+	} {
+		tree := &plan.Tree{Tensor: tensor.TensorInfo{Name: "w", Size: c.size}, Root: &plan.Node{Size: c.size}}
+		tree.Root.Children = []*plan.Node{{Op: unitOp{c.unit}, Size: c.size}}
+		l := planLayout(tree, slot)
+		if l.chunk != c.chunk {
+			t.Errorf("units of %d bytes in a tensor of %d: chunk %d, want %d", c.unit, c.size, l.chunk, c.chunk)
+		}
+	}
 }
