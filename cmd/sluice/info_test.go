@@ -387,3 +387,47 @@ func TestInfoJSONArrayLength(t *testing.T) {
 		}
 	}
 }
+
+// writeInfoJSON writes a report one tensor and one tree node at a time; its
+// bytes must be those of the report encoded as one value (writeJSON), the
+// documented schema's formatting included.
+func TestInfoJSONWrittenInPiecesIsTheWholeValue(t *testing.T) {
+	file, offset := 0, uint64(4096)
+	tensors := []infoTensor{
+		{Name: "model.embed_tokens.weight", DType: "bf16", Shape: []uint64{32, 8}, Parameters: 256, Bytes: 512, File: &file, Offset: &offset},
+		{Name: `odd <name> & "quotes" é`, DType: "f32", Shape: []uint64{}, Parameters: 1, Bytes: 4, Attrs: map[string]string{"sluice.shard": "1/2", "b": "<&>"}},
+	}
+	leaf := &infoNode{Key: "weight", Tensor: "model.embed_tokens.weight", Parameters: 256, Bytes: 512}
+	tree := &infoNode{Key: "", Parameters: 257, Bytes: 516, Children: []*infoNode{
+		{Key: "model", Parameters: 256, Bytes: 512, Children: []*infoNode{{Key: "embed_tokens", Parameters: 256, Bytes: 512, Children: []*infoNode{leaf}}}},
+		{Key: "odd", Tensor: `odd <name> & "quotes" é`, Parameters: 1, Bytes: 4},
+	}}
+	base := infoReport{
+		Schema: infoSchema, Path: "m.safetensors", Read: "/x/m.safetensors", Format: "safetensors",
+		Files: []infoFile{{Path: "/x/m.safetensors", Bytes: 5000}}, TensorCount: 2, Parameters: 257, Bytes: 516,
+		DTypes:   []infoDType{{DType: "bf16", Tensors: 1, Parameters: 256, Bytes: 512}},
+		Metadata: []infoMetadata{{Key: "format", Type: "string", Value: "pt <&>"}},
+	}
+	cases := map[string]func(r *infoReport){
+		"no tensors":        func(r *infoReport) { r.Tensors = []infoTensor{} },
+		"tensors":           func(r *infoReport) { r.Tensors = tensors },
+		"tree":              func(r *infoReport) { r.Tensors, r.Tree = []infoTensor{}, tree },
+		"tensors and tree":  func(r *infoReport) { r.Tensors, r.Tree = tensors, tree },
+		"a tree of a leaf":  func(r *infoReport) { r.Tensors, r.Tree = []infoTensor{}, leaf },
+		"one tensor, empty": func(r *infoReport) { r.Tensors = []infoTensor{{Name: "e", DType: "u8", Shape: []uint64{0}}} },
+	}
+	for name, set := range cases {
+		r := base
+		set(&r)
+		var whole, pieces bytes.Buffer
+		if err := writeJSON(&whole, &r); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeInfoJSON(&pieces, &r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(whole.Bytes(), pieces.Bytes()) {
+			t.Errorf("%s: written in pieces:\n%s\nas one value:\n%s", name, pieces.Bytes(), whole.Bytes())
+		}
+	}
+}
