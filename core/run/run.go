@@ -395,12 +395,15 @@ type layout struct {
 // (The arena's first touch, docs/performance.md); with 8 MiB chunks a
 // quantizing run touched 100 MiB and more of the arena in each process,
 // with chunks of 1 MiB a quarter of that. Smaller chunks also even out the
-// cores' work at a tensor's end.
+// cores' work at a tensor's end. A tree without ops (bytes streamed from a
+// source plugin to sinks unchanged) keeps chunks of a slot: it holds few at
+// once, and each chunk is a message to each plugin.
 const chunkTarget = 1 << 20
 
 // planLayout picks the root chunk size so that every chunk holds whole units
-// of every op and no node's chunk exceeds a slot, nor chunkTarget bytes
-// where the units fit in that: then it holds the most whole units that do.
+// of every op and no node's chunk exceeds a slot, nor, in a tree with ops,
+// chunkTarget bytes where the units fit in that: then it holds the most
+// whole units that do.
 func planLayout(t *plan.Tree, slot uint64) layout {
 	l := layout{align: 1}
 	root := t.Root
@@ -459,10 +462,12 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 		return limit.Uint64() / l.align * l.align
 	}
 	chunk := chunkWithin(slot)
-	if target := chunkWithin(min(slot, chunkTarget)); target > 0 {
-		chunk = target
-	} else if chunk > l.align {
-		chunk = l.align // a unit is more than chunkTarget: one per chunk
+	if l.nodes > 0 {
+		if target := chunkWithin(min(slot, chunkTarget)); target > 0 {
+			chunk = target
+		} else if chunk > l.align {
+			chunk = l.align // a unit is more than chunkTarget: one per chunk
+		}
 	}
 	if chunk == 0 {
 		return layout{chunk: 0, nodes: l.nodes, streams: true}

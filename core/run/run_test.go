@@ -310,4 +310,9 @@ func TestPlanLayoutChunksOfOneUnitPastTheTarget(t *testing.T) {
 			t.Errorf("units of %d bytes in a tensor of %d: chunk %d, want %d", c.unit, c.size, l.chunk, c.chunk)
 		}
 	}
+	// Without ops, bytes stream in chunks of a slot.
+	tree := &plan.Tree{Tensor: tensor.TensorInfo{Name: "w", Size: 64 << 20}, Root: &plan.Node{Size: 64 << 20}}
+	if l := planLayout(tree, slot); l.chunk != slot {
+		t.Errorf("a tree without ops: chunk %d, want a slot, %d", l.chunk, slot)
+	}
 }
