@@ -203,17 +203,11 @@ func planToProto(p *SinkPlan) *pb.PlanResponse {
 	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
 	// A plan may convert tens of thousands of tensors: each list is made
 	// at its size, its messages in one array.
-	if n := len(p.Convert); n > 0 {
-		out.Convert = make([]*pb.Conversion, n)
-		msgs := make([]pb.Conversion, n)
-		for i, c := range p.Convert {
-			m := &msgs[i]
-			m.Tensor, m.Dtype, m.Reason = c.Tensor, string(c.To), c.Reason
-			out.Convert[i] = m
-		}
-	}
-	out.Drop = decisionsToProto(p.Drop)
-	out.Notes = decisionsToProto(p.Notes)
+	out.Convert = messagesOf(p.Convert, func(m *pb.Conversion, c Conversion) {
+		m.Tensor, m.Dtype, m.Reason = c.Tensor, string(c.To), c.Reason
+	})
+	out.Drop = messagesOf(p.Drop, decisionToProto)
+	out.Notes = messagesOf(p.Notes, decisionToProto)
 	for _, f := range p.Files {
 		out.Files = append(out.Files, &pb.PlannedFile{Path: f.Path, Size: f.Size, Tensors: uint32(f.Tensors)})
 	}
@@ -222,43 +216,44 @@ func planToProto(p *SinkPlan) *pb.PlanResponse {
 
 func planFromProto(p *pb.PlanResponse) *SinkPlan {
 	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
-	if n := len(p.Convert); n > 0 {
-		out.Convert = make([]Conversion, n)
-		for i, c := range p.Convert {
-			out.Convert[i] = Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason}
-		}
-	}
-	out.Drop = decisionsFromProto(p.Drop)
-	out.Notes = decisionsFromProto(p.Notes)
+	out.Convert = valuesOf(p.Convert, func(c *pb.Conversion) Conversion {
+		return Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason}
+	})
+	out.Drop = valuesOf(p.Drop, decisionFromProto)
+	out.Notes = valuesOf(p.Notes, decisionFromProto)
 	for _, f := range p.Files {
 		out.Files = append(out.Files, PlannedFile{Path: f.Path, Size: f.Size, Tensors: int(f.Tensors)})
 	}
 	return out
 }
 
-// decisionsToProto converts a plan's decisions, its messages in one array.
-func decisionsToProto(ds []Decision) []*pb.Decision {
-	if len(ds) == 0 {
+// messagesOf converts each element of src into a message, the messages
+// allocated in one array rather than one at a time; nil for none.
+func messagesOf[T, M any](src []T, fill func(*M, T)) []*M {
+	if len(src) == 0 {
 		return nil
 	}
-	out := make([]*pb.Decision, len(ds))
-	msgs := make([]pb.Decision, len(ds))
-	for i, d := range ds {
-		m := &msgs[i]
-		m.Tensor, m.Msg = d.Tensor, d.Msg
-		out[i] = m
+	out := make([]*M, len(src))
+	msgs := make([]M, len(src))
+	for i, v := range src {
+		fill(&msgs[i], v)
+		out[i] = &msgs[i]
 	}
 	return out
 }
 
-// decisionsFromProto converts decisions received in a plan.
-func decisionsFromProto(ds []*pb.Decision) []Decision {
-	if len(ds) == 0 {
+// valuesOf converts each received message of src; nil for none.
+func valuesOf[M, T any](src []*M, conv func(*M) T) []T {
+	if len(src) == 0 {
 		return nil
 	}
-	out := make([]Decision, len(ds))
-	for i, d := range ds {
-		out[i] = Decision{Tensor: d.Tensor, Msg: d.Msg}
+	out := make([]T, len(src))
+	for i, m := range src {
+		out[i] = conv(m)
 	}
 	return out
 }
+
+func decisionToProto(m *pb.Decision, d Decision) { m.Tensor, m.Msg = d.Tensor, d.Msg }
+
+func decisionFromProto(d *pb.Decision) Decision { return Decision{Tensor: d.Tensor, Msg: d.Msg} }
