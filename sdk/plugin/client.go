@@ -23,14 +23,17 @@ type rpcClient struct {
 	sink   pb.SinkClient
 	info   *Info
 	arena  *Arena // the arena the plugin mapped, if any
-	wrap   func(error) error
+	// lanes opens write lanes to the plugin (protocol 1.6), when it serves
+	// them over the lane socket passed at spawn; nil otherwise.
+	lanes *laneSocket
+	wrap  func(error) error
 	// timeout bounds every wait for the plugin (see DefaultTimeout); 0
 	// waits forever. onHang stops the plugin when one expires.
 	timeout time.Duration
 	onHang  func(*HangError)
 }
 
-func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Arena) (*rpcClient, error) {
+func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Arena, lanes *laneSocket) (*rpcClient, error) {
 	c := &rpcClient{
 		plugin: pb.NewPluginClient(conn),
 		source: pb.NewSourceClient(conn),
@@ -44,6 +47,9 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 	c.info = infoFromProto(resp)
 	if c.info.Arena {
 		c.arena = arena
+	}
+	if c.info.WriteLanes && c.info.WriteSeries {
+		c.lanes = lanes
 	}
 	return c, nil
 }

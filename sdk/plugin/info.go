@@ -9,11 +9,12 @@ import (
 // (sluice.plugin.v1); ProtocolMinor the newest minor this SDK speaks (1.1
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
 // without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
-// tensors gathered into one message, 1.5 string arrays in one block). Minors are
+// tensors gathered into one message, 1.5 string arrays in one block, 1.6
+// write lanes). Minors are
 // additive: a peer of another minor of the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 5
+	ProtocolMinor   = 6
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -42,6 +43,9 @@ type Info struct {
 	// block each (protocol 1.5); to one that does not, the host sends them as
 	// strings.
 	PackedStrings bool
+	// WriteLanes reports that the plugin serves WriteSeries over write lanes
+	// (protocol 1.6), plain sockets the host hands it, as well as over gRPC.
+	WriteLanes bool
 }
 
 // ComponentInfo describes one source or sink type.

@@ -50,11 +50,14 @@ type LaunchConfig struct {
 // Client is a running plugin process. It implements Instance.
 type Client struct {
 	*rpcClient
-	gp       *goplugin.Client
-	stderr   *tail
-	exitLog  *tail
-	label    string
-	hangOnce sync.Once
+	gp      *goplugin.Client
+	stderr  *tail
+	exitLog *tail
+	label   string
+	// laneSocket is the host's end of the lane socket passed at spawn, if
+	// any; closed with the client.
+	laneSocket *laneSocket
+	hangOnce   sync.Once
 	// hung is the hang the host stopped the plugin for; errors of other
 	// calls and streams the kill ends report it, not a crash.
 	hung atomic.Pointer[HangError]
@@ -82,11 +85,28 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 			envArenaSlotSize+"="+strconv.Itoa(cfg.Arena.SlotSize()),
 		)
 	}
+	// A plugin on this machine is written to over write lanes, if it serves
+	// them; a system without Unix sockets writes over gRPC alone.
+	var lanes *laneSocket
+	launched := false
+	if cfg.Arena != nil {
+		if ls, theirs, err := newLaneSocket(); err == nil {
+			defer theirs.Close() // the child has its own copy once started
+			defer func() {
+				if !launched {
+					ls.Close()
+				}
+			}()
+			lanes = ls
+			cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
+			cmd.Env = append(cmd.Env, envLaneFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+		}
+	}
 	st := &tail{max: 40}
 	exitLog := &tail{max: 4}
 	cc := &goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{arena: cfg.Arena}}},
+		VersionedPlugins: map[int]goplugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{arena: cfg.Arena, hostLanes: lanes}}},
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -127,7 +147,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		return nil, fmt.Errorf("%s: %w%s", label, err, st.quote())
 	}
 	rc := raw.(*rpcClient)
-	c := &Client{rpcClient: rc, gp: gp, stderr: st, exitLog: exitLog, label: label}
+	c := &Client{rpcClient: rc, gp: gp, stderr: st, exitLog: exitLog, label: label, laneSocket: lanes}
 	rc.wrap = c.explain
 	switch {
 	case cfg.Timeout == 0:
@@ -136,6 +156,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		rc.timeout = cfg.Timeout
 	}
 	rc.onHang = c.stopHung
+	launched = true
 	return c, nil
 }
 
@@ -182,6 +203,9 @@ func (c *Client) explain(err error) error {
 // Close stops the plugin process.
 func (c *Client) Close() error {
 	c.gp.Kill()
+	if c.laneSocket != nil {
+		c.laneSocket.Close()
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,6 +42,11 @@ type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	impl  *Plugin // plugin side
 	arena *Arena  // plugin side: the mapped arena; host side: the arena passed at spawn
+	// lanes, plugin side: the lane socket the host passed, if any.
+	lanes *net.UnixConn
+	// hostLanes, host side: the host's end of the lane socket passed at
+	// spawn, if any.
+	hostLanes *laneSocket
 
 	mu  sync.Mutex
 	srv *server // plugin side, once serving
@@ -48,6 +54,11 @@ type grpcPlugin struct {
 
 func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	srv := newServer(g.impl, g.arena)
+	if g.lanes != nil {
+		srv.lanes = true
+		sink := sinkServer{server: srv}
+		go acceptLanes(g.lanes, func(c net.Conn) { serveLane(c, sink) })
+	}
 	g.mu.Lock()
 	g.srv = srv
 	g.mu.Unlock()
@@ -58,7 +69,7 @@ func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 }
 
 func (g *grpcPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return newRPCClient(ctx, conn, g.arena)
+	return newRPCClient(ctx, conn, g.arena, g.hostLanes)
 }
 
 // Serve runs p as a plugin process: call it from the plugin binary's main.
@@ -74,7 +85,12 @@ func Serve(p *Plugin) {
 		fmt.Fprintln(os.Stderr, "sluice plugin:", err)
 		os.Exit(1)
 	}
-	g := &grpcPlugin{impl: p, arena: arena}
+	lanes, err := laneSocketFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice plugin:", err)
+		os.Exit(1)
+	}
+	g := &grpcPlugin{impl: p, arena: arena, lanes: lanes}
 	go watchHost(g, os.Getppid(), hostPollInterval)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,

@@ -25,6 +25,9 @@ type server struct {
 	pb.UnimplementedPluginServer
 	impl  *Plugin
 	arena *Arena
+	// lanes: the host passed a lane socket, which this process serves
+	// write lanes from (protocol 1.6).
+	lanes bool
 
 	// hostPacked: the host takes string arrays as one block (protocol 1.5),
 	// as it said in GetInfo.
@@ -49,7 +52,9 @@ func newServer(p *Plugin, arena *Arena) *server {
 
 func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
 	s.hostPacked.Store(req.HostPackedStrings)
-	return infoToProto(s.impl.Info(), s.arena != nil), nil
+	info := s.impl.Info()
+	info.Arena, info.WriteLanes = s.arena != nil, s.lanes
+	return infoToProto(info), nil
 }
 
 func (s *server) Probe(ctx context.Context, req *pb.ProbeRequest) (*pb.ProbeResponse, error) {
@@ -381,6 +386,11 @@ func (s sinkServer) Write(stream pb.Sink_WriteServer) error {
 // (protocol 1.3): each is what Write does with one, its end told by its
 // size rather than by the end of the stream.
 func (s sinkServer) WriteSeries(stream pb.Sink_WriteSeriesServer) error {
+	return s.writeSeries(stream)
+}
+
+// writeSeries serves a WriteSeries stream, over gRPC or a write lane.
+func (s sinkServer) writeSeries(stream writeStream) error {
 	for {
 		first, err := stream.Recv()
 		if err == io.EOF {

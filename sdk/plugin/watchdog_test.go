@@ -85,6 +85,13 @@ func connect(t *testing.T, p *Plugin, timeout time.Duration, opts ...grpc.Server
 // process maps the host's.
 func connectArena(t *testing.T, p *Plugin, arena *Arena, timeout time.Duration, opts ...grpc.ServerOption) (*rpcClient, *atomic.Int32) {
 	t.Helper()
+	c, _, hangs := serveArena(t, p, arena, timeout, opts...)
+	return c, hangs
+}
+
+// serveArena is connectArena that also returns the plugin's server.
+func serveArena(t *testing.T, p *Plugin, arena *Arena, timeout time.Duration, opts ...grpc.ServerOption) (*rpcClient, *server, *atomic.Int32) {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
 	srv := newServer(p, arena)
@@ -100,14 +107,14 @@ func connectArena(t *testing.T, p *Plugin, arena *Arena, timeout time.Duration, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	c, err := newRPCClient(context.Background(), conn, arena)
+	c, err := newRPCClient(context.Background(), conn, arena, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.timeout = timeout
 	hangs := &atomic.Int32{}
 	c.onHang = func(*HangError) { hangs.Add(1) }
-	return c, hangs
+	return c, srv, hangs
 }
 
 func testPlugin(src Source, sink Sink) *Plugin {

@@ -21,8 +21,8 @@ type writeClientStream interface {
 // of thousands of tensors costs the two processes a message per tensor
 // rather than a stream.
 type writeLane struct {
-	stream pb.Sink_WriteSeriesClient
-	cancel context.CancelFunc
+	stream writeClientStream
+	cancel func()
 }
 
 // writeLanes holds a sink session's idle lanes. A write takes one, or opens
@@ -44,6 +44,13 @@ func (l *writeLanes) take(c *rpcClient) (*writeLane, error) {
 		return lane, nil
 	}
 	l.mu.Unlock()
+	if c.lanes != nil {
+		ls, err := c.lanes.open()
+		if err != nil {
+			return nil, err
+		}
+		return &writeLane{stream: ls, cancel: ls.close}, nil
+	}
 	// The stream lives until the session ends or a write on it fails: its
 	// context is not any one write's.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -147,6 +147,30 @@ func patterned(seed, n int) []byte {
 // per tensor, and Commit ends the lanes.
 func TestWriteSeriesCarriesManyTensors(t *testing.T) {
 	_, sk, rec, count := seriesSink(t)
+	writers := writeManyTensors(t, sk, rec)
+	if n := count.count("WriteSeries"); n < 1 || n > writers {
+		t.Errorf("%d WriteSeries streams for %d writers at once", n, writers)
+	}
+	if n := count.count("Write"); n != 0 {
+		t.Errorf("%d Write streams beside the series", n)
+	}
+	if _, err := sk.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := count.open.Load(); n != 0 || len(sk.lanes.idle) != 0 {
+		t.Errorf("after Commit, %d streams still open in the plugin, %d lanes kept", n, len(sk.lanes.idle))
+	}
+}
+
+// writeManyTensors writes hundreds of tensors of every kind through sk
+// from several goroutines at once, checks that rec got every byte, and
+// returns how many goroutines wrote.
+func writeManyTensors(t *testing.T, sk *remoteSink, rec *recordSink) int {
+	t.Helper()
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "refs")
 	content := patterned(-1, 1<<16)
@@ -203,22 +227,7 @@ func TestWriteSeriesCarriesManyTensors(t *testing.T) {
 			t.Errorf("%s: %d bytes arrived (present %v), want %d", name, len(got), ok, len(b))
 		}
 	}
-	if n := count.count("WriteSeries"); n < 1 || n > writers {
-		t.Errorf("%d WriteSeries streams for %d writers at once", n, writers)
-	}
-	if n := count.count("Write"); n != 0 {
-		t.Errorf("%d Write streams beside the series", n)
-	}
-	if _, err := sk.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for count.open.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := count.open.Load(); n != 0 || len(sk.lanes.idle) != 0 {
-		t.Errorf("after Commit, %d streams still open in the plugin, %d lanes kept", n, len(sk.lanes.idle))
-	}
+	return writers
 }
 
 // shortData says it holds more bytes than it gives.
@@ -235,6 +244,16 @@ func (d shortData) File() (tensor.FileRef, bool) { return tensor.FileRef{}, fals
 // write opens another.
 func TestWriteSeriesFailureEndsOnlyItsLane(t *testing.T) {
 	_, sk, rec, count := seriesSink(t)
+	failAlone(t, sk, rec)
+	if n := count.count("WriteSeries"); n != 3 {
+		t.Errorf("%d lanes, want 3: one, another after each failure", n)
+	}
+}
+
+// failAlone writes a tensor the sink refuses and one whose data runs out
+// early between good ones, and checks that only those two failed.
+func failAlone(t *testing.T, sk *remoteSink, rec *recordSink) {
+	t.Helper()
 	ctx := context.Background()
 	write := func(name string, data TensorData) error { return sk.Write(ctx, name, data) }
 	if err := write("a", BytesData([]byte("first"))); err != nil {
@@ -260,9 +279,6 @@ func TestWriteSeriesFailureEndsOnlyItsLane(t *testing.T) {
 	}
 	if _, ok := rec.got["short"]; ok {
 		t.Error("the short tensor was written")
-	}
-	if n := count.count("WriteSeries"); n != 3 {
-		t.Errorf("%d lanes, want 3: one, another after each failure", n)
 	}
 }
 

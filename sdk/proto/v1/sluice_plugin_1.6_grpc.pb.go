@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.5: version 1.4 plus string arrays sent
-// in one block.
+// Sluice plugin protocol, version 1.6: version 1.5 plus write lanes, the
+// writes of a sink over plain sockets beside gRPC.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,23 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.6:
+//   - Capabilities.write_lanes: the plugin serves WriteSeries streams over
+//     write lanes as well as over gRPC. A host that passed the plugin a lane
+//     socket at spawn (a Unix socket, its descriptor in SLUICE_LANE_FD)
+//     opens a lane by sending the plugin one end of a new socket pair over
+//     it (SCM_RIGHTS, with one byte of data), and speaks WriteSeries over
+//     that pair in frames: a little-endian u32 length n, then n bytes, a
+//     kind byte followed by the payload. The host sends 'm' (a
+//     WriteRequest) and 'e' (no payload: the host closes its side, what
+//     CloseSend does); the plugin sends 'm' (a WriteAck) and, as its last
+//     frame, 's' (a google.rpc.Status, code 0 when the stream ended well).
+//     A lane that closes without its 'e' or 's' was canceled. A frame is at
+//     most 256 MiB, as a gRPC message of the protocol is. Every message means what it means on gRPC; the lane only
+//     spares both processes HTTP/2, TLS and the goroutines between them,
+//     which cost several times the work of a small write on a machine of two
+//     cores.
 //
 // Added in 1.5:
 //   - Value.packed_strs: a string array as one block in GGUF's layout (each
@@ -64,7 +81,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.5.proto
+// source: sluice_plugin_1.6.proto
 
 package pluginv1
 
@@ -221,7 +238,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.5.proto",
+	Metadata: "sluice_plugin_1.6.proto",
 }
 
 const (
@@ -440,7 +457,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.5.proto",
+	Metadata: "sluice_plugin_1.6.proto",
 }
 
 const (
@@ -793,5 +810,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.5.proto",
+	Metadata: "sluice_plugin_1.6.proto",
 }

@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.5: version 1.4 plus string arrays sent
-// in one block.
+// Sluice plugin protocol, version 1.6: version 1.5 plus write lanes, the
+// writes of a sink over plain sockets beside gRPC.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,23 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.6:
+//   - Capabilities.write_lanes: the plugin serves WriteSeries streams over
+//     write lanes as well as over gRPC. A host that passed the plugin a lane
+//     socket at spawn (a Unix socket, its descriptor in SLUICE_LANE_FD)
+//     opens a lane by sending the plugin one end of a new socket pair over
+//     it (SCM_RIGHTS, with one byte of data), and speaks WriteSeries over
+//     that pair in frames: a little-endian u32 length n, then n bytes, a
+//     kind byte followed by the payload. The host sends 'm' (a
+//     WriteRequest) and 'e' (no payload: the host closes its side, what
+//     CloseSend does); the plugin sends 'm' (a WriteAck) and, as its last
+//     frame, 's' (a google.rpc.Status, code 0 when the stream ended well).
+//     A lane that closes without its 'e' or 's' was canceled. A frame is at
+//     most 256 MiB, as a gRPC message of the protocol is. Every message means what it means on gRPC; the lane only
+//     spares both processes HTTP/2, TLS and the goroutines between them,
+//     which cost several times the work of a small write on a machine of two
+//     cores.
 //
 // Added in 1.5:
 //   - Value.packed_strs: a string array as one block in GGUF's layout (each
@@ -64,7 +81,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.5.proto
+// source: sluice_plugin_1.6.proto
 
 package pluginv1
 
@@ -116,11 +133,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_5_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_6_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_5_proto_enumTypes[0]
+	return &file_sluice_plugin_1_6_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -129,7 +146,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -140,7 +157,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -152,7 +169,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -165,7 +182,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -185,13 +202,17 @@ type Capabilities struct {
 	// packed_strings (1.5): the plugin takes Value.packed_strs in the
 	// manifests the host sends.
 	PackedStrings bool `protobuf:"varint,6,opt,name=packed_strings,json=packedStrings,proto3" json:"packed_strings,omitempty"`
+	// write_lanes (1.6): the plugin serves WriteSeries over the write lanes
+	// the host opens through the lane socket it passed at spawn. A plugin
+	// announces it only when it was given such a socket.
+	WriteLanes    bool `protobuf:"varint,7,opt,name=write_lanes,json=writeLanes,proto3" json:"write_lanes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +224,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +237,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -261,6 +282,13 @@ func (x *Capabilities) GetPackedStrings() bool {
 	return false
 }
 
+func (x *Capabilities) GetWriteLanes() bool {
+	if x != nil {
+		return x.WriteLanes
+	}
+	return false
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// host_protocol_minor is the newest minor of v1 the host speaks.
@@ -274,7 +302,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +314,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +327,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -329,7 +357,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +369,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +382,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -406,7 +434,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +446,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +459,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -485,7 +513,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +525,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +538,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -534,7 +562,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +574,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +587,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -607,7 +635,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +647,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +660,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -659,7 +687,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +699,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +712,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -705,7 +733,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +745,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +758,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -756,7 +784,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +796,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +809,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -800,7 +828,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +840,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +853,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -854,7 +882,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +894,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +907,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -952,7 +980,7 @@ type PackedStrings struct {
 
 func (x *PackedStrings) Reset() {
 	*x = PackedStrings{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +992,7 @@ func (x *PackedStrings) String() string {
 func (*PackedStrings) ProtoMessage() {}
 
 func (x *PackedStrings) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1005,7 @@ func (x *PackedStrings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedStrings.ProtoReflect.Descriptor instead.
 func (*PackedStrings) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PackedStrings) GetCount() uint64 {
@@ -1004,7 +1032,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1044,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1057,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -1057,7 +1085,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1097,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1110,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileRef) GetPath() string {
@@ -1121,7 +1149,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1161,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1174,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1201,7 +1229,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1241,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1254,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1252,7 +1280,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1292,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1305,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1300,7 +1328,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1340,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1353,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1387,7 +1415,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1427,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1440,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1459,7 +1487,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1499,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1512,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1514,7 +1542,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1554,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1567,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1622,7 +1650,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1662,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1675,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1675,7 +1703,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1715,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1728,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1734,7 +1762,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1774,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1787,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1787,7 +1815,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1827,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1840,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1854,7 +1882,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +1894,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +1907,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1953,7 +1981,7 @@ type BeginRequest struct {
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +1993,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2006,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -2051,7 +2079,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2091,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2104,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -2149,7 +2177,7 @@ type WriteFiles struct {
 
 func (x *WriteFiles) Reset() {
 	*x = WriteFiles{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2189,7 @@ func (x *WriteFiles) String() string {
 func (*WriteFiles) ProtoMessage() {}
 
 func (x *WriteFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2202,7 @@ func (x *WriteFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFiles.ProtoReflect.Descriptor instead.
 func (*WriteFiles) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteFiles) GetTensors() []*WriteStart {
@@ -2205,7 +2233,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2245,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2258,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2285,7 +2313,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2325,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2338,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2355,7 +2383,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2395,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2408,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{33}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2413,7 +2441,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2453,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_5_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_6_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2466,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_5_proto_rawDescGZIP(), []int{34}
+	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2448,12 +2476,12 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_5_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_6_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_5_proto_rawDesc = "" +
+const file_sluice_plugin_1_6_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.5.proto\x12\x10sluice.plugin.v1\"\a\n" +
-	"\x05Empty\"\xc7\x01\n" +
+	"\x17sluice_plugin_1.6.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x05Empty\"\xe8\x01\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
 	"\bfile_ref\x18\x02 \x01(\bR\afileRef\x12\x1d\n" +
@@ -2462,7 +2490,9 @@ const file_sluice_plugin_1_5_proto_rawDesc = "" +
 	"\fwrite_series\x18\x04 \x01(\bR\vwriteSeries\x12\x1d\n" +
 	"\n" +
 	"write_data\x18\x05 \x01(\bR\twriteData\x12%\n" +
-	"\x0epacked_strings\x18\x06 \x01(\bR\rpackedStrings\"p\n" +
+	"\x0epacked_strings\x18\x06 \x01(\bR\rpackedStrings\x12\x1f\n" +
+	"\vwrite_lanes\x18\a \x01(\bR\n" +
+	"writeLanes\"p\n" +
 	"\x0eGetInfoRequest\x12.\n" +
 	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\x12.\n" +
 	"\x13host_packed_strings\x18\x02 \x01(\bR\x11hostPackedStrings\"\xe7\x01\n" +
@@ -2647,20 +2677,20 @@ const file_sluice_plugin_1_5_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_5_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_5_proto_rawDescData []byte
+	file_sluice_plugin_1_6_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_6_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_5_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_5_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_5_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_5_proto_rawDesc), len(file_sluice_plugin_1_5_proto_rawDesc)))
+func file_sluice_plugin_1_6_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_6_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_6_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_6_proto_rawDesc), len(file_sluice_plugin_1_6_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_5_proto_rawDescData
+	return file_sluice_plugin_1_6_proto_rawDescData
 }
 
-var file_sluice_plugin_1_5_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_5_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
-var file_sluice_plugin_1_5_proto_goTypes = []any{
+var file_sluice_plugin_1_6_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_6_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_sluice_plugin_1_6_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2699,7 +2729,7 @@ var file_sluice_plugin_1_5_proto_goTypes = []any{
 	(*CommitResponse)(nil),   // 35: sluice.plugin.v1.CommitResponse
 	nil,                      // 36: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_5_proto_depIdxs = []int32{
+var file_sluice_plugin_1_6_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -2761,20 +2791,20 @@ var file_sluice_plugin_1_5_proto_depIdxs = []int32{
 	0,  // [0:28] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_5_proto_init() }
-func file_sluice_plugin_1_5_proto_init() {
-	if File_sluice_plugin_1_5_proto != nil {
+func init() { file_sluice_plugin_1_6_proto_init() }
+func file_sluice_plugin_1_6_proto_init() {
+	if File_sluice_plugin_1_6_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_5_proto_msgTypes[19].OneofWrappers = []any{
+	file_sluice_plugin_1_6_proto_msgTypes[19].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_5_proto_msgTypes[22].OneofWrappers = []any{
+	file_sluice_plugin_1_6_proto_msgTypes[22].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_5_proto_msgTypes[29].OneofWrappers = []any{
+	file_sluice_plugin_1_6_proto_msgTypes[29].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 		(*WriteRequest_Files)(nil),
@@ -2783,18 +2813,18 @@ func file_sluice_plugin_1_5_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_5_proto_rawDesc), len(file_sluice_plugin_1_5_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_6_proto_rawDesc), len(file_sluice_plugin_1_6_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_5_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_5_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_5_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_5_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_6_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_6_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_6_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_6_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_5_proto = out.File
-	file_sluice_plugin_1_5_proto_goTypes = nil
-	file_sluice_plugin_1_5_proto_depIdxs = nil
+	File_sluice_plugin_1_6_proto = out.File
+	file_sluice_plugin_1_6_proto_goTypes = nil
+	file_sluice_plugin_1_6_proto_depIdxs = nil
 }
