@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -92,16 +93,24 @@ func (l *laneConn) readFrame() (kind byte, payload []byte, err error) {
 	if n == 0 || n > maxMessageSize {
 		return 0, nil, fmt.Errorf("write lane: a frame of %d bytes (at most %d, at least the kind byte)", n, maxMessageSize)
 	}
-	if cap(l.rbuf) < int(n) {
-		l.rbuf = make([]byte, n)
-	}
-	b := l.rbuf[:n]
-	if _, err := io.ReadFull(l.r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// The buffer grows with the bytes that arrive, not with what the
+	// length claims: a peer cannot make this process allocate 256 MiB by
+	// announcing a frame it never sends.
+	b := l.rbuf[:0]
+	for len(b) < int(n) {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(int(n), max(2*cap(b), 64<<10))-len(b))
 		}
-		return 0, nil, fmt.Errorf("write lane: a frame of %d bytes cut short: %w", n, err)
+		m, err := l.r.Read(b[len(b):min(int(n), cap(b))])
+		b = b[:len(b)+m]
+		if err != nil && len(b) < int(n) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, fmt.Errorf("write lane: a frame of %d bytes cut short after %d: %w", n, len(b), err)
+		}
 	}
+	l.rbuf = b
 	return b[0], b[1:], nil
 }
 

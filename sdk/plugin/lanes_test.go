@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -315,3 +316,24 @@ type readOnlyConn struct {
 }
 
 func (c *readOnlyConn) Read(p []byte) (int, error) { return c.Reader.Read(p) }
+
+// A frame that claims 200 MiB and brings 3 bytes costs the reader what
+// arrived, not what was claimed.
+func TestLaneFrameAllocatesWhatArrives(t *testing.T) {
+	host, plugin := net.Pipe()
+	go func() {
+		host.Write([]byte{0, 0, 0x80, 0x0c, 'm', 1, 2}) // a frame of 0x0c800000 bytes (200 MiB), then the end
+		host.Close()
+	}()
+	l := newLaneConn(plugin)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := l.readFrame()
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "cut short after 3") {
+		t.Errorf("got %v, want the frame cut short after 3 bytes", err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Errorf("reading 3 bytes of a frame allocated %d bytes", grown)
+	}
+}

@@ -79,11 +79,24 @@ func laneSocketFromEnv() (*net.UnixConn, error) {
 // on a goroutine of its own, until the host closes sock (or exits).
 func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {
 	defer sock.Close()
+	raw, err := sock.SyscallConn()
+	if err != nil {
+		return
+	}
 	buf := make([]byte, 1)
 	oob := make([]byte, syscall.CmsgSpace(4*16))
 	for {
-		n, oobn, _, _, err := sock.ReadMsgUnix(buf, oob)
-		if err != nil || n == 0 && oobn == 0 {
+		var n, oobn int
+		var rerr error
+		err := raw.Read(func(fd uintptr) bool {
+			for {
+				n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, recvCloseOnExec)
+				if rerr != syscall.EINTR {
+					return rerr != syscall.EAGAIN
+				}
+			}
+		})
+		if err != nil || rerr != nil || n == 0 && oobn == 0 {
 			return
 		}
 		msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
@@ -96,7 +109,9 @@ func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {
 				continue
 			}
 			for _, fd := range fds {
-				syscall.CloseOnExec(fd)
+				if recvCloseOnExec == 0 {
+					syscall.CloseOnExec(fd) // as soon as can be, where recvmsg cannot
+				}
 				f := os.NewFile(uintptr(fd), "sluice-lane")
 				c, err := net.FileConn(f)
 				f.Close()
@@ -110,14 +125,20 @@ func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {
 }
 
 // socketPair returns the two ends of a new Unix stream socket pair, closed
-// on exec.
+// on exec. The fork lock keeps a process started meanwhile (another plugin)
+// from inheriting them: an end held open elsewhere would hide the end of
+// the process it belongs to.
 func socketPair() (*os.File, *os.File, error) {
+	syscall.ForkLock.RLock()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}
-	syscall.CloseOnExec(fds[0])
-	syscall.CloseOnExec(fds[1])
 	return os.NewFile(uintptr(fds[0]), "sluice-lane"), os.NewFile(uintptr(fds[1]), "sluice-lane"), nil
 }
 
