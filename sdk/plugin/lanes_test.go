@@ -35,8 +35,16 @@ type laneCount struct {
 // socket, as a plugin launched with an arena is, and opens a session on it.
 func laneSink(t *testing.T, sink Sink) (*remoteSink, *streamCount, *laneCount) {
 	t.Helper()
+	sk, count, lanes, _ := laneSinkWithin(t, sink, time.Minute)
+	return sk, count, lanes
+}
+
+// laneSinkWithin is laneSink whose plugin may keep the host waiting for
+// timeout; it also returns how many times the host stopped it as hung.
+func laneSinkWithin(t *testing.T, sink Sink, timeout time.Duration) (*remoteSink, *streamCount, *laneCount, *atomic.Int32) {
+	t.Helper()
 	count := &streamCount{opened: map[string]int{}}
-	c, srv, _ := serveArena(t, testPlugin(&hangSource{}, sink), nil, time.Minute, grpc.StreamInterceptor(count.intercept))
+	c, srv, hangs := serveArena(t, testPlugin(&hangSource{}, sink), nil, timeout, grpc.StreamInterceptor(count.intercept))
 	host, theirs, err := newLaneSocket()
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +67,31 @@ func laneSink(t *testing.T, sink Sink) (*remoteSink, *streamCount, *laneCount) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sk.(*remoteSink), count, lanes
+	return sk.(*remoteSink), count, lanes, hangs
+}
+
+// The watchdog stops a plugin that keeps a write over a lane waiting: one
+// whose bytes it never reads (the host blocks sending them, the socket full),
+// and one gathered into a message it never acknowledges.
+func TestHungPluginIsStoppedOverALane(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		data TensorData
+	}{
+		{"sent in chunks", BytesData(bytes.Repeat([]byte{1}, 8<<20))},
+		{"gathered", BytesData([]byte("small"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sk, count, lanes, hangs := laneSinkWithin(t, &slowSink{never: true}, timeout)
+			began := time.Now()
+			err := sk.Write(context.Background(), "t", tc.data)
+			wantHang(t, "write", err, hangs, began, timeout)
+			if lanes.served.Load() != 1 || count.count("WriteSeries") != 0 {
+				t.Errorf("%d lanes and %d gRPC streams, want the write on a lane", lanes.served.Load(), count.count("WriteSeries"))
+			}
+		})
+	}
 }
 
 // waitLanesClosed waits up to five seconds for the plugin to end its lanes.
