@@ -76,9 +76,24 @@ func (l *laneConn) writeFrame(kind byte, m proto.Message) error {
 		return fmt.Errorf("write lane: a message of %d bytes, more than the %d a frame holds", n, maxMessageSize)
 	}
 	binary.LittleEndian.PutUint32(b, uint32(n))
-	l.wbuf = b
 	_, err := l.conn.Write(b)
+	l.wbuf = keptBuffer(b)
 	return err
+}
+
+// laneBufferKept is the largest buffer a lane keeps from one frame to the
+// next. A frame may carry megabytes inline (a WriteFiles of heap chunks);
+// a lane that kept its largest buffer for good would hold memory outside
+// the run's budget for as long as the session.
+const laneBufferKept = 1 << 20
+
+// keptBuffer returns b emptied for reuse, or nil when it is too large to
+// keep.
+func keptBuffer(b []byte) []byte {
+	if cap(b) > laneBufferKept {
+		return nil
+	}
+	return b[:0]
 }
 
 // readFrame reads the next frame. Its payload is valid until the next call.
@@ -110,7 +125,7 @@ func (l *laneConn) readFrame() (kind byte, payload []byte, err error) {
 			return 0, nil, fmt.Errorf("write lane: a frame of %d bytes cut short after %d: %w", n, len(b), err)
 		}
 	}
-	l.rbuf = b
+	l.rbuf = keptBuffer(b) // b stays valid for the caller either way
 	return b[0], b[1:], nil
 }
 

@@ -369,3 +369,26 @@ func TestLaneFrameAllocatesWhatArrives(t *testing.T) {
 		t.Errorf("reading 3 bytes of a frame allocated %d bytes", grown)
 	}
 }
+
+// A lane keeps no buffer of more than a MiB past the frame that needed it,
+// in either direction: frames of megabytes are rare, lanes live for the
+// session.
+func TestLaneKeepsNoLargeBuffer(t *testing.T) {
+	host, plugin := net.Pipe()
+	defer host.Close()
+	defer plugin.Close()
+	w, r := newLaneConn(host), newLaneConn(plugin)
+	big := &pb.WriteRequest{Msg: &pb.WriteRequest_Chunk{Chunk: &pb.Chunk{Payload: &pb.Chunk_Inline{Inline: make([]byte, 3<<20)}}}}
+	errs := make(chan error, 1)
+	go func() { errs <- w.writeFrame(frameMessage, big) }()
+	kind, payload, err := r.readFrame()
+	if err != nil || kind != frameMessage || len(payload) < 3<<20 {
+		t.Fatalf("read a frame of kind %q, %d bytes: %v", kind, len(payload), err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if cap(w.wbuf) > laneBufferKept || cap(r.rbuf) > laneBufferKept {
+		t.Errorf("after a 3 MiB frame the writer keeps %d bytes, the reader %d", cap(w.wbuf), cap(r.rbuf))
+	}
+}
