@@ -204,9 +204,6 @@ func (s *laneClientStream) broken(err error) error {
 // connection that did, so that the host explains it the same way (the
 // plugin's exit, its last words).
 func laneBroken(err error) error {
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
 	return status.Errorf(codes.Unavailable, "write lane: %v", err)
 }
 
@@ -222,16 +219,20 @@ func (s *laneServerStream) Context() context.Context { return s.ctx }
 func (s *laneServerStream) Send(ack *pb.WriteAck) error { return s.l.writeFrame(frameMessage, ack) }
 
 // Recv returns the next request, or io.EOF once the host ended its
-// requests. A lane the host closed without ending them cancels the
-// stream's context, as a canceled gRPC stream does.
+// requests. A lane the host closed without ending them, between frames or
+// inside one, cancels the stream's context, as a canceled gRPC stream
+// does; a frame it cannot take ends the stream as a bad request.
 func (s *laneServerStream) Recv() (*pb.WriteRequest, error) {
 	kind, payload, err := s.l.readFrame()
 	if err != nil {
 		s.cancel()
-		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 			return nil, errLaneCanceled
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, status.Errorf(codes.Canceled, "%v", err)
 		}
-		return nil, status.Errorf(codes.Canceled, "write lane: %v", err)
+		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	switch kind {
 	case frameMessage:
