@@ -52,7 +52,9 @@ func sluice(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 // crashyPlugin is a test plugin whose sink dies while writing: with mode
-// "panic" it panics, with "exit" the process exits.
+// "panic" it panics, with "exit" the process exits. With "direct-panic" and
+// "direct-exit" it offers the host every tensor to write in place (protocol
+// 1.7) and dies when told one was written.
 func crashyPlugin() *plugin.Plugin {
 	type cfg struct {
 		Path string `hcl:"path"`
@@ -60,6 +62,9 @@ func crashyPlugin() *plugin.Plugin {
 	}
 	return &plugin.Plugin{Name: "crashy", Version: "0.0.1", Sinks: []plugin.SinkType{
 		plugin.NewSinkType("crashy", "A sink that crashes, for tests.", func(ctx context.Context, c *cfg) (plugin.Sink, error) {
+			if mode, ok := strings.CutPrefix(c.Mode, "direct-"); ok {
+				return &directCrashySink{crashySink{path: c.Path, mode: mode}, nil}, nil
+			}
 			return &crashySink{path: c.Path, mode: c.Mode}, nil
 		}),
 	}}
@@ -83,11 +88,48 @@ func (s *crashySink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.Beg
 
 func (s *crashySink) Write(ctx context.Context, name string, data plugin.TensorData) error {
 	io.Copy(io.Discard, data)
+	s.crash(name)
+	return nil
+}
+
+func (s *crashySink) crash(name string) {
 	fmt.Fprintln(os.Stderr, "crashy: about to fail while writing", name)
 	if s.mode == "exit" {
 		os.Exit(7)
 	}
 	panic("crashy sink gave up on " + name)
+}
+
+// directCrashySink lays the tensors out back to back and offers them all.
+type directCrashySink struct {
+	crashySink
+	targets []plugin.DirectTarget
+}
+
+func (s *directCrashySink) Begin(ctx context.Context, m *tensor.Manifest, _ plugin.BeginOptions) error {
+	var size uint64
+	for _, t := range m.Tensors {
+		s.targets = append(s.targets, plugin.DirectTarget{Tensor: t.Name, Offset: size, Size: t.Size})
+		size += t.Size
+	}
+	f, err := atomicfile.Create(s.path, int64(size))
+	s.f = f
+	for i := range s.targets {
+		s.targets[i].File = f
+	}
+	return err
+}
+
+func (s *directCrashySink) DirectTargets() []plugin.DirectTarget { return s.targets }
+
+// Write is never called: the host writes every tensor itself.
+func (s *directCrashySink) Write(ctx context.Context, name string, data plugin.TensorData) error {
+	return fmt.Errorf("tensor %q came to Write, not written in place", name)
+}
+
+func (s *directCrashySink) WrittenDirect(name string) error {
+	s.crash(name)
+	return nil
 }
 
 func (s *crashySink) Commit(ctx context.Context) ([]plugin.Artifact, error) { return nil, nil }
@@ -321,7 +363,7 @@ func TestBadInputExitCode(t *testing.T) {
 
 func TestPluginCrashIsReportedAndLeavesNothing(t *testing.T) {
 	sampleDir := filepath.Join(repoRoot(t), "testdata", "sample")
-	for _, mode := range []string{"panic", "exit"} {
+	for _, mode := range []string{"panic", "exit", "direct-panic", "direct-exit"} {
 		t.Run(mode, func(t *testing.T) {
 			outDir := t.TempDir()
 			p := writePipeline(t, fmt.Sprintf(`
@@ -345,10 +387,10 @@ sink "safetensors" "ok" {
 					t.Errorf("crash report lacks %q:\n%s", w, stderr)
 				}
 			}
-			if mode == "panic" && !strings.Contains(stderr, "panic: crashy sink gave up") {
+			if strings.HasSuffix(mode, "panic") && !strings.Contains(stderr, "panic: crashy sink gave up") {
 				t.Errorf("crash report does not quote the panic:\n%s", stderr)
 			}
-			if mode == "exit" && !strings.Contains(stderr, "exit status 7") {
+			if strings.HasSuffix(mode, "exit") && !strings.Contains(stderr, "exit status 7") {
 				t.Errorf("crash report does not give the exit status:\n%s", stderr)
 			}
 			entries, _ := os.ReadDir(outDir)

@@ -1,10 +1,12 @@
 package gguf
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -528,6 +530,40 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 	if uint64(n) != t.size {
 		return fail(fmt.Errorf("%d bytes arrived, %d planned", n, t.size))
 	}
+	f.Final(int64(t.offset), t.extent)
+	return nil
+}
+
+// DirectTargets lists every tensor whose bytes go to its file unchanged:
+// all but those whose rows the sink permutes.
+func (s *Sink) DirectTargets() []plugin.DirectTarget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []plugin.DirectTarget
+	for name, t := range s.targets {
+		if t.permute == nil && !t.written {
+			out = append(out, plugin.DirectTarget{Tensor: name, File: s.files[t.file], Offset: t.offset, Size: t.size})
+		}
+	}
+	slices.SortFunc(out, func(a, b plugin.DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
+	return out
+}
+
+// WrittenDirect records that the host wrote tensor name in place.
+func (s *Sink) WrittenDirect(name string) error {
+	s.mu.Lock()
+	t, ok := s.targets[name]
+	switch {
+	case !ok:
+		s.mu.Unlock()
+		return fmt.Errorf("gguf sink %s: tensor %q was not planned", s.cfg.Path, name)
+	case t.written:
+		s.mu.Unlock()
+		return fmt.Errorf("gguf sink %s: tensor %q written twice", s.cfg.Path, name)
+	}
+	t.written = true
+	f := s.files[t.file]
+	s.mu.Unlock()
 	f.Final(int64(t.offset), t.extent)
 	return nil
 }

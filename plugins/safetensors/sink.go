@@ -2,11 +2,13 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -372,6 +374,26 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 		return fmt.Errorf("writing tensor %q to %s: %w", name, pl.file.FinalPath(), err)
 	}
 	pl.file.Final(pl.off, int64(pl.size)) // the data is contiguous: no padding follows
+	return nil
+}
+
+// DirectTargets lists every tensor: each goes to its place unchanged.
+func (s *Sink) DirectTargets() []plugin.DirectTarget {
+	out := make([]plugin.DirectTarget, 0, len(s.places))
+	for name, pl := range s.places {
+		out = append(out, plugin.DirectTarget{Tensor: name, File: pl.file, Offset: uint64(pl.off), Size: pl.size})
+	}
+	slices.SortFunc(out, func(a, b plugin.DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
+	return out
+}
+
+// WrittenDirect records that the host wrote tensor name in place.
+func (s *Sink) WrittenDirect(name string) error {
+	pl, ok := s.places[name]
+	if !ok {
+		return fmt.Errorf("safetensors sink: tensor %q was not planned", name)
+	}
+	pl.file.Final(pl.off, int64(pl.size))
 	return nil
 }
 

@@ -32,9 +32,7 @@ type File struct {
 	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
 	followers []*Follower // dig and those Follow started
 
-	// dirty is what Dirty gathered since it last handed a span out.
-	dirty      span
-	dirtyBytes int64
+	DirtyRanges // what was written since its writeback last started
 
 	onDone []func() // run once the file is committed or aborted
 }
@@ -220,30 +218,39 @@ func (f *File) Commit() error {
 	return SyncDir(filepath.Dir(f.final))
 }
 
+// DirtyRanges gathers the bytes written to a file since their writeback
+// last started, so that a writer of many small pieces starts it once per
+// few MiB rather than once per piece. Its zero value is ready.
+type DirtyRanges struct {
+	mu    sync.Mutex
+	dirty span
+	bytes int64
+}
+
 // Dirty records that bytes [off, off+n) were written. Once the bytes it
 // recorded since it last returned ok reach step, it returns the span they
 // lie in and ok, and starts gathering anew: the caller starts the span's
 // writeback (sync_file_range), so the disk works while the run goes on,
 // once per step bytes rather than once per write however small the writes
 // are. Bytes still gathered at Commit are synced there.
-func (f *File) Dirty(off, n, step int64) (from, length int64, ok bool) {
+func (d *DirtyRanges) Dirty(off, n, step int64) (from, length int64, ok bool) {
 	if n <= 0 {
 		return 0, 0, false
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.dirtyBytes == 0 {
-		f.dirty = span{off, off + n}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bytes == 0 {
+		d.dirty = span{off, off + n}
 	} else {
-		f.dirty = span{min(f.dirty.off, off), max(f.dirty.end, off+n)}
+		d.dirty = span{min(d.dirty.off, off), max(d.dirty.end, off+n)}
 	}
-	f.dirtyBytes += n
-	if f.dirtyBytes < step {
+	d.bytes += n
+	if d.bytes < step {
 		return 0, 0, false
 	}
-	d := f.dirty
-	f.dirty, f.dirtyBytes = span{}, 0
-	return d.off, d.end - d.off, true
+	r := d.dirty
+	d.dirty, d.bytes = span{}, 0
+	return r.off, r.end - r.off, true
 }
 
 // SkipFsync makes Commit rename the file without syncing it or its

@@ -26,7 +26,9 @@ type rpcClient struct {
 	// lanes opens write lanes to the plugin (protocol 1.6), when it serves
 	// them over the lane socket passed at spawn; nil otherwise.
 	lanes *laneSocket
-	wrap  func(error) error
+	// direct: the plugin also serves direct lanes over them (1.7).
+	direct bool
+	wrap   func(error) error
 	// timeout bounds every wait for the plugin (see DefaultTimeout); 0
 	// waits forever. onHang stops the plugin when one expires.
 	timeout time.Duration
@@ -50,6 +52,7 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 	}
 	if c.info.WriteLanes && c.info.WriteSeries {
 		c.lanes = lanes
+		c.direct = lanes != nil && c.info.DirectWrites
 	}
 	return c, nil
 }
@@ -304,6 +307,10 @@ type remoteSink struct {
 	session uint64
 	lanes   writeLanes   // idle WriteSeries streams (protocol 1.3)
 	batches writeBatches // small writes waiting for a WriteFiles message
+	// direct holds the sink's files and the tensors the host writes into
+	// them itself (protocol 1.7), from Begin to Commit or Abort; nil when
+	// the plugin offers none.
+	direct *directWrites
 }
 
 func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
@@ -333,16 +340,37 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 		}
 		req.Shards = append(req.Shards, uint32(i))
 	}
-	ctx, cancel := s.c.unary(ctx, "Begin")
+	bctx, cancel := s.c.unary(ctx, "Begin")
 	defer cancel()
-	_, err := s.c.sink.Begin(ctx, req)
-	return s.c.callErr(ctx, err)
+	if _, err := s.c.sink.Begin(bctx, req); err != nil {
+		return s.c.callErr(bctx, err)
+	}
+	if !s.c.direct || opts.Finalize {
+		return nil
+	}
+	dctx, cancel := s.c.unary(ctx, "the sink's direct targets")
+	defer cancel()
+	d, err := s.c.openDirect(dctx, s.session, !opts.NoFsync)
+	if err != nil {
+		return s.c.callErr(dctx, err)
+	}
+	s.direct = d
+	return nil
 }
 
 func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 	ctx, cancel := s.c.unary(ctx, "Commit")
 	defer cancel()
 	s.lanes.close(ctx)
+	if d := s.direct; d != nil {
+		s.direct = nil
+		stop := context.AfterFunc(ctx, func() { d.conn.Close() })
+		err := d.finish()
+		stop()
+		if err != nil {
+			return nil, s.c.callErr(ctx, err)
+		}
+	}
 	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {
 		return nil, s.c.callErr(ctx, err)
@@ -361,6 +389,10 @@ func (s *remoteSink) Abort(ctx context.Context) error {
 	ctx, cancel := s.c.unary(ctx, "Abort")
 	defer cancel()
 	s.lanes.close(ctx)
+	if d := s.direct; d != nil {
+		s.direct = nil
+		d.close()
+	}
 	_, err := s.c.sink.Abort(ctx, &pb.SessionRequest{Session: s.session})
 	return s.c.callErr(ctx, err)
 }
@@ -371,6 +403,11 @@ type chunkedData interface {
 }
 
 func (s *remoteSink) Write(ctx context.Context, name string, data TensorData) error {
+	if d := s.direct; d != nil {
+		if t, ok := d.targets[name]; ok {
+			return d.write(ctx, name, t, data)
+		}
+	}
 	if ref, ok := data.File(); ok && ref.Length <= gatherBelow && s.GathersFileWrites() {
 		return s.writeBatched(ctx, &pb.WriteStart{Session: s.session, Tensor: name, Size: data.Size(),
 			File: &pb.FileRef{Path: ref.Path, Offset: ref.Offset, Length: ref.Length}}, nil)

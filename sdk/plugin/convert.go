@@ -163,15 +163,15 @@ func schemaFromProto(p *pb.Schema) *Schema {
 	return s
 }
 
-// infoToProto describes a plugin to the host; i.Arena and i.WriteLanes say
-// what this process was given at spawn.
+// infoToProto describes a plugin to the host; i.Arena, i.WriteLanes and
+// i.DirectWrites say what this process was given at spawn.
 func infoToProto(i *Info) *pb.GetInfoResponse {
 	out := &pb.GetInfoResponse{
 		Name:          i.Name,
 		Version:       i.Version,
 		ProtocolMinor: uint32(i.ProtocolMinor),
 		Capabilities: &pb.Capabilities{Arena: i.Arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries, WriteData: i.WriteData,
-			PackedStrings: i.PackedStrings, WriteLanes: i.WriteLanes},
+			PackedStrings: i.PackedStrings, WriteLanes: i.WriteLanes, DirectWrites: i.DirectWrites},
 	}
 	add := func(kind pb.Component_Kind, cs []ComponentInfo) {
 		for _, c := range cs {
@@ -189,7 +189,8 @@ func infoFromProto(p *pb.GetInfoResponse) *Info {
 	i := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: int(p.ProtocolMinor),
 		Arena: p.GetCapabilities().GetArena(), FileRefs: p.GetCapabilities().GetFileRef(),
 		WriteSeries: p.GetCapabilities().GetWriteSeries(), WriteData: p.GetCapabilities().GetWriteData(),
-		PackedStrings: p.GetCapabilities().GetPackedStrings(), WriteLanes: p.GetCapabilities().GetWriteLanes()}
+		PackedStrings: p.GetCapabilities().GetPackedStrings(), WriteLanes: p.GetCapabilities().GetWriteLanes(),
+		DirectWrites: p.GetCapabilities().GetDirectWrites()}
 	for _, c := range p.Components {
 		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
 		switch c.Kind {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -78,7 +77,7 @@ func (d *fileData) File() (tensor.FileRef, bool) { return d.ref, true }
 // likes.
 func CopyToFile(dst OutputFile, off int64, data TensorData) error {
 	eager := true
-	if af, ok := dst.(*atomicfile.File); ok {
+	if af, ok := dst.(interface{ Fsyncs() bool }); ok {
 		eager = af.Fsyncs()
 	}
 	if ref, ok := data.File(); ok {
@@ -150,11 +149,13 @@ func (w *offsetWriter) writeback() {
 }
 
 // writeback starts the writeback of bytes [off, off+n) of f just written.
-// An output gathers its small writes first (atomicfile.File.Dirty): a
+// An output gathers its small writes first (atomicfile.DirtyRanges): a
 // sync_file_range per tensor of a few kilobytes costs more than it gains,
 // as each submits its own small disk write.
 func writeback(f OutputFile, off, n int64) {
-	if af, ok := f.(*atomicfile.File); ok {
+	if af, ok := f.(interface {
+		Dirty(off, n, step int64) (from, length int64, ok bool)
+	}); ok {
 		if from, length, due := af.Dirty(off, n, writebackStep); due {
 			startWriteback(f, from, length)
 		}

@@ -116,8 +116,8 @@ func TestArenaDataPlaneUnderConcurrency(t *testing.T) {
 	if !c.Info().Arena {
 		t.Fatal("the plugin did not map the arena")
 	}
-	if !c.Info().WriteLanes {
-		t.Fatal("the plugin does not serve the write lanes of the socket it was passed")
+	if !c.Info().WriteLanes || !c.Info().DirectWrites {
+		t.Fatal("the plugin does not serve the write and direct lanes of the socket it was passed")
 	}
 	ctx := context.Background()
 	src, err := c.OpenSource(ctx, "gen", plugin.MustConfig(map[string]any{"count": 40, "size": 9000}))

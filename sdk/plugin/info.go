@@ -14,7 +14,7 @@ import (
 // additive: a peer of another minor of the same major works with this one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 6
+	ProtocolMinor   = 7
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -46,6 +46,10 @@ type Info struct {
 	// WriteLanes reports that the plugin serves WriteSeries over write lanes
 	// (protocol 1.6), plain sockets the host hands it, as well as over gRPC.
 	WriteLanes bool
+	// DirectWrites reports that the plugin serves direct lanes (protocol
+	// 1.7): a sink that implements DirectWriter hands the host its open
+	// output files, and the host writes the tensors it offers itself.
+	DirectWrites bool
 }
 
 // ComponentInfo describes one source or sink type.

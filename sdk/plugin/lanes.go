@@ -170,13 +170,8 @@ func (s *laneClientStream) Recv() (*pb.WriteAck, error) {
 		}
 		return ack, nil
 	case frameStatus:
-		st := &spb.Status{}
-		if err := proto.Unmarshal(payload, st); err != nil {
-			s.ended = status.Errorf(codes.Internal, "write lane: the plugin ended the stream with a status that does not decode: %v", err)
-		} else if st.Code == int32(codes.OK) {
+		if s.ended = laneStatus(payload); s.ended == nil {
 			s.ended = io.EOF
-		} else {
-			s.ended = status.FromProto(st).Err()
 		}
 		return nil, s.ended
 	}
@@ -245,6 +240,16 @@ func (s *laneServerStream) Recv() (*pb.WriteRequest, error) {
 		return nil, io.EOF
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "write lane: a frame of kind %q", kind)
+}
+
+// serveLaneOf serves a lane the host handed over, by its kind: a direct
+// lane (1.7) or a write lane.
+func (s sinkServer) serveLaneOf(kind byte, conn net.Conn) {
+	if kind == laneDirect {
+		serveDirectLane(conn, s)
+		return
+	}
+	serveLane(conn, s)
 }
 
 // serveLane serves one lane's WriteSeries stream and ends it with its

@@ -18,8 +18,14 @@ func newLaneSocket() (*laneSocket, *os.File, error) {
 
 func (s *laneSocket) open() (*laneClientStream, error) { return nil, errors.ErrUnsupported }
 
+func (s *laneSocket) openConn(kind byte) (*net.UnixConn, error) { return nil, errors.ErrUnsupported }
+
+func sendFiles(c *net.UnixConn, files []DirectFile) error { return errors.ErrUnsupported }
+
+func receiveFiles(c *net.UnixConn) ([]int, error) { return nil, errors.ErrUnsupported }
+
 func (s *laneSocket) Close() error { return nil }
 
 func laneSocketFromEnv() (*net.UnixConn, error) { return nil, nil }
 
-func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {}
+func acceptLanes(sock *net.UnixConn, serve func(kind byte, c net.Conn)) {}

@@ -25,10 +25,12 @@ import (
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 )
 
-// laneCount counts the write lanes a plugin served and those still open.
+// laneCount counts the write lanes a plugin served and those still open,
+// and the direct lanes it served.
 type laneCount struct {
 	served atomic.Int32
 	open   atomic.Int32
+	direct atomic.Int32
 }
 
 // laneSink serves sink over an in-memory gRPC connection and a real lane
@@ -56,13 +58,17 @@ func laneSinkWithin(t *testing.T, sink Sink, timeout time.Duration) (*remoteSink
 	}
 	lanes := &laneCount{}
 	serve := sinkServer{server: srv}
-	go acceptLanes(sock, func(conn net.Conn) {
-		lanes.served.Add(1)
+	go acceptLanes(sock, func(kind byte, conn net.Conn) {
+		if kind == laneDirect {
+			lanes.direct.Add(1)
+		} else {
+			lanes.served.Add(1)
+		}
 		lanes.open.Add(1)
 		defer lanes.open.Add(-1)
-		serveLane(conn, serve)
+		serve.serveLaneOf(kind, conn)
 	})
-	c.lanes = host
+	c.lanes, c.direct = host, true
 	sk, err := c.OpenSink(context.Background(), "hang", MustConfig(map[string]any{}))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -33,26 +34,98 @@ func newLaneSocket() (*laneSocket, *os.File, error) {
 	return &laneSocket{conn: c}, plugin, nil
 }
 
-// open makes a new lane and hands the plugin its end.
+// open makes a new write lane and hands the plugin its end.
 func (s *laneSocket) open() (*laneClientStream, error) {
+	c, err := s.openConn(laneWriteSeries)
+	if err != nil {
+		return nil, err
+	}
+	return &laneClientStream{l: newLaneConn(c)}, nil
+}
+
+// openConn makes a new lane of kind (laneWriteSeries, laneDirect) and hands
+// the plugin its end.
+func (s *laneSocket) openConn(kind byte) (*net.UnixConn, error) {
 	ours, theirs, err := socketPair()
 	if err != nil {
-		return nil, laneBroken(fmt.Errorf("opening a write lane: %w", err))
+		return nil, laneBroken(fmt.Errorf("opening a lane: %w", err))
 	}
 	s.mu.Lock()
-	_, _, err = s.conn.WriteMsgUnix([]byte{0}, syscall.UnixRights(int(theirs.Fd())), nil)
+	_, _, err = s.conn.WriteMsgUnix([]byte{kind}, syscall.UnixRights(int(theirs.Fd())), nil)
 	s.mu.Unlock()
 	theirs.Close()
 	if err != nil {
 		ours.Close()
-		return nil, laneBroken(fmt.Errorf("handing the plugin a write lane: %w", err))
+		return nil, laneBroken(fmt.Errorf("handing the plugin a lane: %w", err))
 	}
-	c, err := net.FileConn(ours)
-	ours.Close()
+	c, err := unixConn(ours, "sluice-lane")
 	if err != nil {
-		return nil, laneBroken(fmt.Errorf("opening a write lane: %w", err))
+		return nil, laneBroken(fmt.Errorf("opening a lane: %w", err))
 	}
-	return &laneClientStream{l: newLaneConn(c)}, nil
+	return c, nil
+}
+
+// sendFiles sends the descriptors of files over a direct lane, at most
+// maxDirectFiles a message, the last message's byte directLastFiles (one
+// message with none when files is empty).
+func sendFiles(c *net.UnixConn, files []DirectFile) error {
+	for {
+		n := min(len(files), maxDirectFiles)
+		fds := make([]int, n)
+		for i, f := range files[:n] {
+			fds[i] = int(f.Fd())
+		}
+		files = files[n:]
+		b := []byte{directMoreFiles}
+		if len(files) == 0 {
+			b[0] = directLastFiles
+		}
+		var oob []byte
+		if n > 0 {
+			oob = syscall.UnixRights(fds...)
+		}
+		if _, _, err := c.WriteMsgUnix(b, oob, nil); err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return nil
+		}
+	}
+}
+
+// receiveFiles receives the descriptors sendFiles sends. It returns those
+// that came even when it fails, for the caller to close.
+func receiveFiles(c *net.UnixConn) ([]int, error) {
+	var fds []int
+	b := make([]byte, 1)
+	oob := make([]byte, syscall.CmsgSpace(4*maxDirectFiles))
+	for {
+		n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
+		if oobn > 0 {
+			msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn])
+			for _, m := range msgs {
+				got, rerr := syscall.ParseUnixRights(&m)
+				if rerr == nil {
+					fds = append(fds, got...)
+				}
+			}
+			if perr != nil && err == nil {
+				err = perr
+			}
+		}
+		switch {
+		case err != nil:
+			return fds, err
+		case flags&syscall.MSG_CTRUNC != 0:
+			return fds, fmt.Errorf("the plugin sent more than %d files in one message", maxDirectFiles)
+		case n == 0:
+			return fds, io.ErrUnexpectedEOF
+		case b[0] == directLastFiles:
+			return fds, nil
+		case b[0] != directMoreFiles:
+			return fds, fmt.Errorf("the plugin sent %q where its files belong", b[0])
+		}
+	}
 }
 
 // Close closes the host's end; the plugin stops taking lanes.
@@ -76,8 +149,9 @@ func laneSocketFromEnv() (*net.UnixConn, error) {
 }
 
 // acceptLanes serves every lane the host hands over sock, each with serve
-// on a goroutine of its own, until the host closes sock (or exits).
-func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {
+// (given the lane's kind) on a goroutine of its own, until the host closes
+// sock (or exits).
+func acceptLanes(sock *net.UnixConn, serve func(kind byte, c net.Conn)) {
 	defer sock.Close()
 	raw, err := sock.SyscallConn()
 	if err != nil {
@@ -118,7 +192,7 @@ func acceptLanes(sock *net.UnixConn, serve func(net.Conn)) {
 				if err != nil {
 					continue // the host's Recv finds the lane closed
 				}
-				go serve(c)
+				go serve(buf[0], c)
 			}
 		}
 	}

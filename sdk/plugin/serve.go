@@ -57,7 +57,7 @@ func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	if g.lanes != nil {
 		srv.lanes = true
 		sink := sinkServer{server: srv}
-		go acceptLanes(g.lanes, func(c net.Conn) { serveLane(c, sink) })
+		go acceptLanes(g.lanes, sink.serveLaneOf)
 	}
 	g.mu.Lock()
 	g.srv = srv

@@ -26,7 +26,7 @@ type server struct {
 	impl  *Plugin
 	arena *Arena
 	// lanes: the host passed a lane socket, which this process serves
-	// write lanes from (protocol 1.6).
+	// write lanes (protocol 1.6) and direct lanes (1.7) from.
 	lanes bool
 
 	// hostPacked: the host takes string arrays as one block (protocol 1.5),
@@ -53,7 +53,7 @@ func newServer(p *Plugin, arena *Arena) *server {
 func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
 	s.hostPacked.Store(req.HostPackedStrings)
 	info := s.impl.Info()
-	info.Arena, info.WriteLanes = s.arena != nil, s.lanes
+	info.Arena, info.WriteLanes, info.DirectWrites = s.arena != nil, s.lanes, s.lanes
 	return infoToProto(info), nil
 }
 

@@ -200,12 +200,16 @@ func (b *writeBatches) requeue(ws []*batchedWrite) {
 
 // GathersFileWrites reports that the sink sends writes of file references
 // of small tensors in WriteFiles messages: the plugin serves them.
-func (s *remoteSink) GathersFileWrites() bool { return s.c.info.WriteSeries && s.c.info.FileRefs }
+func (s *remoteSink) GathersFileWrites() bool {
+	return s.direct == nil && s.c.info.WriteSeries && s.c.info.FileRefs
+}
 
 // GathersDataWrites reports that the sink sends writes of small tensors
 // whose bytes lie whole in one chunk in WriteFiles messages (protocol 1.4):
 // the plugin takes them.
-func (s *remoteSink) GathersDataWrites() bool { return s.c.info.WriteSeries && s.c.info.WriteData }
+func (s *remoteSink) GathersDataWrites() bool {
+	return s.direct == nil && s.c.info.WriteSeries && s.c.info.WriteData
+}
 
 // dataOf returns how a WriteStart carries c, a tensor's whole bytes: the
 // slot (and offset, for a piece of a shared one) it lies in, when the plugin

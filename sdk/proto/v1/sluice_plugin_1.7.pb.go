@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.6: version 1.5 plus write lanes, the
-// writes of a sink over plain sockets beside gRPC.
+// Sluice plugin protocol, version 1.7: version 1.6 plus direct writes, the
+// host writing a sink's tensors into the sink's open files itself.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,29 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.7:
+//   - Capabilities.direct_writes: the plugin serves direct lanes. The host
+//     opens one as it opens a write lane, with the byte 'd' as the data that
+//     carries the socket (a write lane's byte is 0), after a sink's Begin
+//     succeeded. It sends 'm' (a SessionRequest naming the sink). The
+//     plugin answers with the sink's open output files: one or more messages
+//     of one byte each, 'f' when more follow and 'F' for the last, carrying
+//     up to 200 file descriptors each (SCM_RIGHTS), then 'm' (a
+//     DirectTargets, whose files name the descriptors in the order they came)
+//     in a frame. Each DirectTarget is a tensor whose bytes the sink writes
+//     to one range of one file unchanged; the host then writes those
+//     tensors' bytes into the files itself (pwrite, copy_file_range), never
+//     outside their ranges, and tells the plugin which tensors it wrote in
+//     'm' frames (DirectWritten), without waiting for an answer. A sink
+//     with nothing to offer answers 'F' with no descriptors and an empty
+//     DirectTargets. Before Commit the host sends 'e'; the plugin has then
+//     recorded every tensor the host told it of, and ends the lane with 's'
+//     (a google.rpc.Status, code 0 when every one was taken). A lane closed
+//     without its 'e' was canceled (Abort follows). Out of process, a
+//     quantizing run so costs the sink's process nothing per chunk: no
+//     message, no acknowledgement, no thread woken to copy bytes the host
+//     could copy itself.
 //
 // Added in 1.6:
 //   - Capabilities.write_lanes: the plugin serves WriteSeries streams over
@@ -81,7 +104,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.6.proto
+// source: sluice_plugin_1.7.proto
 
 package pluginv1
 
@@ -133,11 +156,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_6_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_7_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_6_proto_enumTypes[0]
+	return &file_sluice_plugin_1_7_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -146,7 +169,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -157,7 +180,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +192,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +205,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -205,14 +228,17 @@ type Capabilities struct {
 	// write_lanes (1.6): the plugin serves WriteSeries over the write lanes
 	// the host opens through the lane socket it passed at spawn. A plugin
 	// announces it only when it was given such a socket.
-	WriteLanes    bool `protobuf:"varint,7,opt,name=write_lanes,json=writeLanes,proto3" json:"write_lanes,omitempty"`
+	WriteLanes bool `protobuf:"varint,7,opt,name=write_lanes,json=writeLanes,proto3" json:"write_lanes,omitempty"`
+	// direct_writes (1.7): the plugin serves direct lanes (see above) over
+	// the lane socket. A plugin announces it only with write_lanes.
+	DirectWrites  bool `protobuf:"varint,8,opt,name=direct_writes,json=directWrites,proto3" json:"direct_writes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +250,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +263,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -289,6 +315,13 @@ func (x *Capabilities) GetWriteLanes() bool {
 	return false
 }
 
+func (x *Capabilities) GetDirectWrites() bool {
+	if x != nil {
+		return x.DirectWrites
+	}
+	return false
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// host_protocol_minor is the newest minor of v1 the host speaks.
@@ -302,7 +335,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +347,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +360,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -357,7 +390,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -369,7 +402,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -382,7 +415,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -434,7 +467,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +479,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +492,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -513,7 +546,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +558,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +571,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -562,7 +595,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +607,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +620,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -635,7 +668,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +680,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +693,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -687,7 +720,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +732,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +745,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -733,7 +766,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +778,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +791,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -784,7 +817,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +829,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +842,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -828,7 +861,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +873,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +886,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -882,7 +915,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +927,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +940,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -980,7 +1013,7 @@ type PackedStrings struct {
 
 func (x *PackedStrings) Reset() {
 	*x = PackedStrings{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1025,7 @@ func (x *PackedStrings) String() string {
 func (*PackedStrings) ProtoMessage() {}
 
 func (x *PackedStrings) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1038,7 @@ func (x *PackedStrings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedStrings.ProtoReflect.Descriptor instead.
 func (*PackedStrings) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PackedStrings) GetCount() uint64 {
@@ -1032,7 +1065,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1077,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1090,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -1085,7 +1118,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1130,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1143,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileRef) GetPath() string {
@@ -1149,7 +1182,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1194,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1207,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1229,7 +1262,7 @@ type Manifest struct {
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1274,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1287,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1280,7 +1313,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1325,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1338,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1328,7 +1361,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1373,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1386,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1415,7 +1448,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1460,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1473,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1487,7 +1520,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1532,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1545,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1542,7 +1575,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1587,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1600,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1650,7 +1683,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1695,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1708,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1703,7 +1736,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1748,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1761,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1762,7 +1795,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1807,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1820,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1815,7 +1848,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1860,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1873,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1882,7 +1915,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1927,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +1940,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -1981,7 +2014,7 @@ type BeginRequest struct {
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2026,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2039,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -2079,7 +2112,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2124,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2137,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -2177,7 +2210,7 @@ type WriteFiles struct {
 
 func (x *WriteFiles) Reset() {
 	*x = WriteFiles{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2222,7 @@ func (x *WriteFiles) String() string {
 func (*WriteFiles) ProtoMessage() {}
 
 func (x *WriteFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2235,7 @@ func (x *WriteFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFiles.ProtoReflect.Descriptor instead.
 func (*WriteFiles) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteFiles) GetTensors() []*WriteStart {
@@ -2233,7 +2266,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2278,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2291,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2313,7 +2346,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2358,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2371,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2383,7 +2416,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2428,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +2441,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{33}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2441,7 +2474,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2486,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_6_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2499,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_6_proto_rawDescGZIP(), []int{34}
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2476,12 +2509,186 @@ func (x *CommitResponse) GetArtifacts() []*Artifact {
 	return nil
 }
 
-var File_sluice_plugin_1_6_proto protoreflect.FileDescriptor
+// DirectTargets (1.7) is a sink's answer on a direct lane: the tensors the
+// host may write in place.
+type DirectTargets struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// files are the final paths of the output files whose descriptors came
+	// before this message, in their order: what the host names in errors.
+	Files         []string        `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	Tensors       []*DirectTarget `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
 
-const file_sluice_plugin_1_6_proto_rawDesc = "" +
+func (x *DirectTargets) Reset() {
+	*x = DirectTargets{}
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectTargets) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectTargets) ProtoMessage() {}
+
+func (x *DirectTargets) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectTargets.ProtoReflect.Descriptor instead.
+func (*DirectTargets) Descriptor() ([]byte, []int) {
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *DirectTargets) GetFiles() []string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *DirectTargets) GetTensors() []*DirectTarget {
+	if x != nil {
+		return x.Tensors
+	}
+	return nil
+}
+
+// DirectTarget is one tensor the host may write in place: its bytes, as
+// they arrive at the sink (after the conversions of the plan), go unchanged
+// to [offset, offset+size) of files[file].
+type DirectTarget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tensor        string                 `protobuf:"bytes,1,opt,name=tensor,proto3" json:"tensor,omitempty"`
+	File          uint32                 `protobuf:"varint,2,opt,name=file,proto3" json:"file,omitempty"`
+	Offset        uint64                 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Size          uint64                 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectTarget) Reset() {
+	*x = DirectTarget{}
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectTarget) ProtoMessage() {}
+
+func (x *DirectTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectTarget.ProtoReflect.Descriptor instead.
+func (*DirectTarget) Descriptor() ([]byte, []int) {
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DirectTarget) GetTensor() string {
+	if x != nil {
+		return x.Tensor
+	}
+	return ""
+}
+
+func (x *DirectTarget) GetFile() uint32 {
+	if x != nil {
+		return x.File
+	}
+	return 0
+}
+
+func (x *DirectTarget) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *DirectTarget) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// DirectWritten (1.7) tells the plugin that the host wrote these tensors
+// (indexes into DirectTargets.tensors) whole, in place: the sink records
+// each as written, as if its Write had returned.
+type DirectWritten struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Targets       []uint32               `protobuf:"varint,1,rep,packed,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectWritten) Reset() {
+	*x = DirectWritten{}
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectWritten) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectWritten) ProtoMessage() {}
+
+func (x *DirectWritten) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_plugin_1_7_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectWritten.ProtoReflect.Descriptor instead.
+func (*DirectWritten) Descriptor() ([]byte, []int) {
+	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DirectWritten) GetTargets() []uint32 {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+var File_sluice_plugin_1_7_proto protoreflect.FileDescriptor
+
+const file_sluice_plugin_1_7_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.6.proto\x12\x10sluice.plugin.v1\"\a\n" +
-	"\x05Empty\"\xe8\x01\n" +
+	"\x17sluice_plugin_1.7.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x05Empty\"\x8d\x02\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
 	"\bfile_ref\x18\x02 \x01(\bR\afileRef\x12\x1d\n" +
@@ -2492,7 +2699,8 @@ const file_sluice_plugin_1_6_proto_rawDesc = "" +
 	"write_data\x18\x05 \x01(\bR\twriteData\x12%\n" +
 	"\x0epacked_strings\x18\x06 \x01(\bR\rpackedStrings\x12\x1f\n" +
 	"\vwrite_lanes\x18\a \x01(\bR\n" +
-	"writeLanes\"p\n" +
+	"writeLanes\x12#\n" +
+	"\rdirect_writes\x18\b \x01(\bR\fdirectWrites\"p\n" +
 	"\x0eGetInfoRequest\x12.\n" +
 	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\x12.\n" +
 	"\x13host_packed_strings\x18\x02 \x01(\bR\x11hostPackedStrings\"\xe7\x01\n" +
@@ -2658,7 +2866,17 @@ const file_sluice_plugin_1_6_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\tR\x06sha256\"J\n" +
 	"\x0eCommitResponse\x128\n" +
-	"\tartifacts\x18\x01 \x03(\v2\x1a.sluice.plugin.v1.ArtifactR\tartifacts2\xa2\x01\n" +
+	"\tartifacts\x18\x01 \x03(\v2\x1a.sluice.plugin.v1.ArtifactR\tartifacts\"_\n" +
+	"\rDirectTargets\x12\x14\n" +
+	"\x05files\x18\x01 \x03(\tR\x05files\x128\n" +
+	"\atensors\x18\x02 \x03(\v2\x1e.sluice.plugin.v1.DirectTargetR\atensors\"f\n" +
+	"\fDirectTarget\x12\x16\n" +
+	"\x06tensor\x18\x01 \x01(\tR\x06tensor\x12\x12\n" +
+	"\x04file\x18\x02 \x01(\rR\x04file\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size\")\n" +
+	"\rDirectWritten\x12\x18\n" +
+	"\atargets\x18\x01 \x03(\rR\atargets2\xa2\x01\n" +
 	"\x06Plugin\x12N\n" +
 	"\aGetInfo\x12 .sluice.plugin.v1.GetInfoRequest\x1a!.sluice.plugin.v1.GetInfoResponse\x12H\n" +
 	"\x05Probe\x12\x1e.sluice.plugin.v1.ProbeRequest\x1a\x1f.sluice.plugin.v1.ProbeResponse2\xa9\x02\n" +
@@ -2677,20 +2895,20 @@ const file_sluice_plugin_1_6_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_6_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_6_proto_rawDescData []byte
+	file_sluice_plugin_1_7_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_7_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_6_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_6_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_6_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_6_proto_rawDesc), len(file_sluice_plugin_1_6_proto_rawDesc)))
+func file_sluice_plugin_1_7_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_7_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_7_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_7_proto_rawDesc), len(file_sluice_plugin_1_7_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_6_proto_rawDescData
+	return file_sluice_plugin_1_7_proto_rawDescData
 }
 
-var file_sluice_plugin_1_6_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_6_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
-var file_sluice_plugin_1_6_proto_goTypes = []any{
+var file_sluice_plugin_1_7_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_7_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_sluice_plugin_1_7_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2727,9 +2945,12 @@ var file_sluice_plugin_1_6_proto_goTypes = []any{
 	(*WriteAck)(nil),         // 33: sluice.plugin.v1.WriteAck
 	(*Artifact)(nil),         // 34: sluice.plugin.v1.Artifact
 	(*CommitResponse)(nil),   // 35: sluice.plugin.v1.CommitResponse
-	nil,                      // 36: sluice.plugin.v1.TensorInfo.AttrsEntry
+	(*DirectTargets)(nil),    // 36: sluice.plugin.v1.DirectTargets
+	(*DirectTarget)(nil),     // 37: sluice.plugin.v1.DirectTarget
+	(*DirectWritten)(nil),    // 38: sluice.plugin.v1.DirectWritten
+	nil,                      // 39: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_6_proto_depIdxs = []int32{
+var file_sluice_plugin_1_7_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -2738,7 +2959,7 @@ var file_sluice_plugin_1_6_proto_depIdxs = []int32{
 	13, // 5: sluice.plugin.v1.Value.items:type_name -> sluice.plugin.v1.Value
 	14, // 6: sluice.plugin.v1.Value.packed_strs:type_name -> sluice.plugin.v1.PackedStrings
 	13, // 7: sluice.plugin.v1.KeyValue.value:type_name -> sluice.plugin.v1.Value
-	36, // 8: sluice.plugin.v1.TensorInfo.attrs:type_name -> sluice.plugin.v1.TensorInfo.AttrsEntry
+	39, // 8: sluice.plugin.v1.TensorInfo.attrs:type_name -> sluice.plugin.v1.TensorInfo.AttrsEntry
 	16, // 9: sluice.plugin.v1.TensorInfo.location:type_name -> sluice.plugin.v1.FileRef
 	15, // 10: sluice.plugin.v1.Manifest.metadata:type_name -> sluice.plugin.v1.KeyValue
 	17, // 11: sluice.plugin.v1.Manifest.tensors:type_name -> sluice.plugin.v1.TensorInfo
@@ -2758,53 +2979,54 @@ var file_sluice_plugin_1_6_proto_depIdxs = []int32{
 	16, // 25: sluice.plugin.v1.WriteStart.file:type_name -> sluice.plugin.v1.FileRef
 	23, // 26: sluice.plugin.v1.WriteStart.data:type_name -> sluice.plugin.v1.Chunk
 	34, // 27: sluice.plugin.v1.CommitResponse.artifacts:type_name -> sluice.plugin.v1.Artifact
-	3,  // 28: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
-	8,  // 29: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
-	10, // 30: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
-	12, // 31: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
-	20, // 32: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
-	12, // 33: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
-	10, // 34: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
-	24, // 35: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
-	29, // 36: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
-	30, // 37: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
-	30, // 38: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
-	12, // 39: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
-	12, // 40: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
-	4,  // 41: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
-	9,  // 42: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
-	11, // 43: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
-	19, // 44: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
-	23, // 45: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
-	1,  // 46: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
-	11, // 47: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
-	28, // 48: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
-	1,  // 49: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
-	33, // 50: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
-	33, // 51: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
-	35, // 52: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
-	1,  // 53: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
-	41, // [41:54] is the sub-list for method output_type
-	28, // [28:41] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	37, // 28: sluice.plugin.v1.DirectTargets.tensors:type_name -> sluice.plugin.v1.DirectTarget
+	3,  // 29: sluice.plugin.v1.Plugin.GetInfo:input_type -> sluice.plugin.v1.GetInfoRequest
+	8,  // 30: sluice.plugin.v1.Plugin.Probe:input_type -> sluice.plugin.v1.ProbeRequest
+	10, // 31: sluice.plugin.v1.Source.Open:input_type -> sluice.plugin.v1.OpenRequest
+	12, // 32: sluice.plugin.v1.Source.Describe:input_type -> sluice.plugin.v1.SessionRequest
+	20, // 33: sluice.plugin.v1.Source.Read:input_type -> sluice.plugin.v1.ReadRequest
+	12, // 34: sluice.plugin.v1.Source.Close:input_type -> sluice.plugin.v1.SessionRequest
+	10, // 35: sluice.plugin.v1.Sink.Open:input_type -> sluice.plugin.v1.OpenRequest
+	24, // 36: sluice.plugin.v1.Sink.Plan:input_type -> sluice.plugin.v1.PlanRequest
+	29, // 37: sluice.plugin.v1.Sink.Begin:input_type -> sluice.plugin.v1.BeginRequest
+	30, // 38: sluice.plugin.v1.Sink.Write:input_type -> sluice.plugin.v1.WriteRequest
+	30, // 39: sluice.plugin.v1.Sink.WriteSeries:input_type -> sluice.plugin.v1.WriteRequest
+	12, // 40: sluice.plugin.v1.Sink.Commit:input_type -> sluice.plugin.v1.SessionRequest
+	12, // 41: sluice.plugin.v1.Sink.Abort:input_type -> sluice.plugin.v1.SessionRequest
+	4,  // 42: sluice.plugin.v1.Plugin.GetInfo:output_type -> sluice.plugin.v1.GetInfoResponse
+	9,  // 43: sluice.plugin.v1.Plugin.Probe:output_type -> sluice.plugin.v1.ProbeResponse
+	11, // 44: sluice.plugin.v1.Source.Open:output_type -> sluice.plugin.v1.OpenResponse
+	19, // 45: sluice.plugin.v1.Source.Describe:output_type -> sluice.plugin.v1.DescribeResponse
+	23, // 46: sluice.plugin.v1.Source.Read:output_type -> sluice.plugin.v1.Chunk
+	1,  // 47: sluice.plugin.v1.Source.Close:output_type -> sluice.plugin.v1.Empty
+	11, // 48: sluice.plugin.v1.Sink.Open:output_type -> sluice.plugin.v1.OpenResponse
+	28, // 49: sluice.plugin.v1.Sink.Plan:output_type -> sluice.plugin.v1.PlanResponse
+	1,  // 50: sluice.plugin.v1.Sink.Begin:output_type -> sluice.plugin.v1.Empty
+	33, // 51: sluice.plugin.v1.Sink.Write:output_type -> sluice.plugin.v1.WriteAck
+	33, // 52: sluice.plugin.v1.Sink.WriteSeries:output_type -> sluice.plugin.v1.WriteAck
+	35, // 53: sluice.plugin.v1.Sink.Commit:output_type -> sluice.plugin.v1.CommitResponse
+	1,  // 54: sluice.plugin.v1.Sink.Abort:output_type -> sluice.plugin.v1.Empty
+	42, // [42:55] is the sub-list for method output_type
+	29, // [29:42] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_6_proto_init() }
-func file_sluice_plugin_1_6_proto_init() {
-	if File_sluice_plugin_1_6_proto != nil {
+func init() { file_sluice_plugin_1_7_proto_init() }
+func file_sluice_plugin_1_7_proto_init() {
+	if File_sluice_plugin_1_7_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_6_proto_msgTypes[19].OneofWrappers = []any{
+	file_sluice_plugin_1_7_proto_msgTypes[19].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_6_proto_msgTypes[22].OneofWrappers = []any{
+	file_sluice_plugin_1_7_proto_msgTypes[22].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_6_proto_msgTypes[29].OneofWrappers = []any{
+	file_sluice_plugin_1_7_proto_msgTypes[29].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 		(*WriteRequest_Files)(nil),
@@ -2813,18 +3035,18 @@ func file_sluice_plugin_1_6_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_6_proto_rawDesc), len(file_sluice_plugin_1_6_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_7_proto_rawDesc), len(file_sluice_plugin_1_7_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_6_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_6_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_6_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_6_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_7_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_7_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_7_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_7_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_6_proto = out.File
-	file_sluice_plugin_1_6_proto_goTypes = nil
-	file_sluice_plugin_1_6_proto_depIdxs = nil
+	File_sluice_plugin_1_7_proto = out.File
+	file_sluice_plugin_1_7_proto_goTypes = nil
+	file_sluice_plugin_1_7_proto_depIdxs = nil
 }

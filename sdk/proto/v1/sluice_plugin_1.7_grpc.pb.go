@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.6: version 1.5 plus write lanes, the
-// writes of a sink over plain sockets beside gRPC.
+// Sluice plugin protocol, version 1.7: version 1.6 plus direct writes, the
+// host writing a sink's tensors into the sink's open files itself.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,29 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.7:
+//   - Capabilities.direct_writes: the plugin serves direct lanes. The host
+//     opens one as it opens a write lane, with the byte 'd' as the data that
+//     carries the socket (a write lane's byte is 0), after a sink's Begin
+//     succeeded. It sends 'm' (a SessionRequest naming the sink). The
+//     plugin answers with the sink's open output files: one or more messages
+//     of one byte each, 'f' when more follow and 'F' for the last, carrying
+//     up to 200 file descriptors each (SCM_RIGHTS), then 'm' (a
+//     DirectTargets, whose files name the descriptors in the order they came)
+//     in a frame. Each DirectTarget is a tensor whose bytes the sink writes
+//     to one range of one file unchanged; the host then writes those
+//     tensors' bytes into the files itself (pwrite, copy_file_range), never
+//     outside their ranges, and tells the plugin which tensors it wrote in
+//     'm' frames (DirectWritten), without waiting for an answer. A sink
+//     with nothing to offer answers 'F' with no descriptors and an empty
+//     DirectTargets. Before Commit the host sends 'e'; the plugin has then
+//     recorded every tensor the host told it of, and ends the lane with 's'
+//     (a google.rpc.Status, code 0 when every one was taken). A lane closed
+//     without its 'e' was canceled (Abort follows). Out of process, a
+//     quantizing run so costs the sink's process nothing per chunk: no
+//     message, no acknowledgement, no thread woken to copy bytes the host
+//     could copy itself.
 //
 // Added in 1.6:
 //   - Capabilities.write_lanes: the plugin serves WriteSeries streams over
@@ -81,7 +104,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.6.proto
+// source: sluice_plugin_1.7.proto
 
 package pluginv1
 
@@ -238,7 +261,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.6.proto",
+	Metadata: "sluice_plugin_1.7.proto",
 }
 
 const (
@@ -457,7 +480,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.6.proto",
+	Metadata: "sluice_plugin_1.7.proto",
 }
 
 const (
@@ -810,5 +833,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.6.proto",
+	Metadata: "sluice_plugin_1.7.proto",
 }

@@ -1,0 +1,507 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
+)
+
+// Direct writes (protocol 1.7). Out of process, every chunk a sink writes
+// crosses to its plugin as a message, which wakes a thread of the plugin to
+// copy the chunk from the arena into the output and then acknowledge it,
+// while the host waits for the acknowledgement to free the slot. A sink
+// whose tensors go to its files unchanged can spare all of that: it hands
+// the host its open output files once, after Begin, over a direct lane, and
+// the host writes those tensors into them itself, as the sink would have,
+// and tells the plugin which it wrote. The plugin's process then does
+// nothing per chunk.
+
+// DirectWriter is implemented by a Sink some of whose tensors' bytes go to
+// its output files unchanged, each tensor to one range of one file. A
+// plugin process's host then writes those tensors into the files itself
+// (protocol 1.7) instead of sending them to Write; a sink that permutes,
+// compresses, hashes or otherwise reads a tensor's bytes leaves that tensor
+// out. In-process the core calls Write as always.
+type DirectWriter interface {
+	// DirectTargets lists, after Begin, the tensors the host may write in
+	// place. A tensor listed must not be expected at Write.
+	DirectTargets() []DirectTarget
+	// WrittenDirect records that the host wrote tensor name's bytes whole,
+	// in place: what a Write of it returning nil would have recorded
+	// (File.Final of its range, for a digest that follows the writes).
+	WrittenDirect(name string) error
+}
+
+// DirectTarget is a tensor whose bytes, as they arrive at the sink, go
+// unchanged to [Offset, Offset+Size) of File.
+type DirectTarget struct {
+	Tensor       string
+	File         DirectFile
+	Offset, Size uint64
+}
+
+// DirectFile is an output file open for writing that a DirectTarget lies
+// in: an *atomicfile.File.
+type DirectFile interface {
+	Fd() uintptr
+	// FinalPath is the name the file gets on Commit, which errors name.
+	FinalPath() string
+}
+
+// maxDirectFiles is how many descriptors one message of a direct lane
+// carries (Linux takes at most 253 in one).
+const maxDirectFiles = 200
+
+// Kinds of lane, the byte that carries a lane's socket to the plugin.
+const (
+	laneWriteSeries = 0   // a WriteSeries stream (1.6)
+	laneDirect      = 'd' // a direct lane (1.7)
+)
+
+// Bytes of the messages that carry a direct lane's descriptors.
+const (
+	directMoreFiles = 'f'
+	directLastFiles = 'F'
+)
+
+// directWrites is the host's end of a sink's direct lane: the sink's
+// output files, open in this process, and the tensors it may write into
+// them itself.
+type directWrites struct {
+	c       *rpcClient
+	conn    *net.UnixConn
+	lane    *laneConn
+	files   []*directFile
+	paths   []string
+	targets map[string]*directTarget
+	fsyncs  bool // the sink syncs its outputs at Commit: start writeback early
+
+	mu       sync.Mutex
+	pending  []uint32 // written, not yet told
+	held     uint64   // the bytes of the pending targets
+	spare    []uint32
+	flushing bool  // a writer is telling the plugin
+	err      error // telling the plugin failed: the lane is broken
+
+	// ended is closed once the plugin's end of the lane ended: its status
+	// frame came (end is its error, nil for OK), or the lane broke (end is
+	// why). A plugin that refused a notice, or died, so fails the next
+	// write at once, not at Commit.
+	ended  chan struct{}
+	end    error
+	ending atomic.Bool // the host sent its 'e'
+}
+
+// directTarget is a DirectTarget on the host's side.
+type directTarget struct {
+	index        uint32
+	file         int
+	offset, size uint64
+	written      atomic.Bool
+}
+
+// directFile is one of the sink's files as CopyToFile writes it from the
+// host. Like the sink's own output, it gathers small writes before their
+// writeback and keeps the source files of copies open until it closes.
+type directFile struct {
+	*os.File
+	fsyncs bool
+	atomicfile.DirtyRanges
+
+	mu     sync.Mutex
+	closed bool
+	onDone []func()
+}
+
+// Fsyncs reports whether the sink syncs the file at Commit.
+func (f *directFile) Fsyncs() bool { return f.fsyncs }
+
+// OnDone runs fn once the host closes the file, at the sink's Commit or
+// Abort; at once when it is closed.
+func (f *directFile) OnDone(fn func()) {
+	f.mu.Lock()
+	if !f.closed {
+		f.onDone = append(f.onDone, fn)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	fn()
+}
+
+// close closes the file and runs the OnDone functions.
+func (f *directFile) close() {
+	f.mu.Lock()
+	f.closed = true
+	fns := f.onDone
+	f.onDone = nil
+	f.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+	f.File.Close()
+}
+
+// openDirect opens session's direct lane and takes the sink's targets. It
+// returns nil, and closes the lane, when the sink offers none.
+func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool) (*directWrites, error) {
+	conn, err := c.lanes.openConn(laneDirect)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), fsyncs: fsyncs}
+	t, err := d.handshake(session)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	d.ended = make(chan struct{})
+	go d.watch()
+	if len(t.Tensors) == 0 {
+		d.finish()
+		return nil, nil
+	}
+	return d, nil
+}
+
+// watch waits for the plugin's end of the lane: its status frame, or the
+// lane breaking.
+func (d *directWrites) watch() {
+	kind, payload, err := d.lane.readFrame()
+	switch {
+	case err != nil:
+		d.end = laneBroken(err)
+	case kind != frameStatus:
+		d.end = status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q", kind)
+	default:
+		d.end = laneStatus(payload)
+	}
+	close(d.ended)
+}
+
+// endedErr returns why the plugin ended the lane, once it did, and nil
+// before. A lane ended well but before the host ended it is an error too.
+func (d *directWrites) endedErr() error {
+	select {
+	case <-d.ended:
+	default:
+		return nil
+	}
+	if d.end == nil && !d.ending.Load() {
+		return status.Error(codes.Internal, "direct lane: the plugin ended it before the host did")
+	}
+	return d.end
+}
+
+// handshake asks for the targets of session and takes the files and the
+// targets the plugin sends.
+func (d *directWrites) handshake(session uint64) (*pb.DirectTargets, error) {
+	if err := d.lane.writeFrame(frameMessage, &pb.SessionRequest{Session: session}); err != nil {
+		return nil, laneBroken(err)
+	}
+	fds, err := receiveFiles(d.conn)
+	for _, fd := range fds {
+		d.files = append(d.files, &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: d.fsyncs})
+	}
+	if err != nil {
+		return nil, laneBroken(fmt.Errorf("direct lane: %w", err))
+	}
+	kind, payload, err := d.lane.readFrame()
+	if err != nil {
+		return nil, laneBroken(err)
+	}
+	if kind == frameStatus {
+		return nil, laneStatus(payload)
+	}
+	t := &pb.DirectTargets{}
+	if kind != frameMessage {
+		return nil, status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q for its targets", kind)
+	}
+	if err := proto.Unmarshal(payload, t); err != nil {
+		return nil, status.Errorf(codes.Internal, "direct lane: the plugin sent targets that do not decode: %v", err)
+	}
+	if err := d.take(t); err != nil {
+		return nil, status.Errorf(codes.Internal, "direct lane: %v", err)
+	}
+	return t, nil
+}
+
+// take checks the plugin's targets and keeps them.
+func (d *directWrites) take(t *pb.DirectTargets) error {
+	if len(t.Files) != len(d.files) {
+		return fmt.Errorf("the plugin named %d files and sent %d", len(t.Files), len(d.files))
+	}
+	d.paths = t.Files
+	if len(t.Tensors) > math.MaxUint32 {
+		return fmt.Errorf("the plugin offered %d tensors", len(t.Tensors))
+	}
+	d.targets = make(map[string]*directTarget, len(t.Tensors))
+	for i, x := range t.Tensors {
+		if int(x.File) >= len(d.files) {
+			return fmt.Errorf("tensor %q lies in file %d of %d", x.Tensor, x.File, len(d.files))
+		}
+		if x.Offset > math.MaxInt64 || x.Size > math.MaxInt64-x.Offset {
+			return fmt.Errorf("tensor %q lies at %d bytes from %d, past what a file holds", x.Tensor, x.Size, x.Offset)
+		}
+		if _, dup := d.targets[x.Tensor]; dup {
+			return fmt.Errorf("tensor %q offered twice", x.Tensor)
+		}
+		d.targets[x.Tensor] = &directTarget{index: uint32(i), file: int(x.File), offset: x.Offset, size: x.Size}
+	}
+	return nil
+}
+
+// write writes tensor name's bytes into its range, then tells the plugin.
+func (d *directWrites) write(ctx context.Context, name string, t *directTarget, data TensorData) error {
+	path := d.paths[t.file]
+	if err := d.endedErr(); err != nil {
+		return d.c.callErr(ctx, err)
+	}
+	if data.Size() != t.size {
+		return fmt.Errorf("tensor %q for %s: %d bytes to write, the sink planned %d", name, path, data.Size(), t.size)
+	}
+	if t.written.Swap(true) {
+		return fmt.Errorf("tensor %q for %s written twice", name, path)
+	}
+	if err := CopyToFile(d.files[t.file], int64(t.offset), data); err != nil {
+		t.written.Store(false)
+		if atomicfile.IsNoSpace(err) {
+			return &atomicfile.NoSpaceError{Path: path, Err: err}
+		}
+		return fmt.Errorf("tensor %q at offset %d of %s: %w", name, t.offset, path, err)
+	}
+	return d.notify(t.index, t.size, false)
+}
+
+// Notices wait until this many tensors, or bytes of them, are written, or
+// the lane ends. A notice wakes the plugin's process, which on a model of
+// tens of thousands of small tensors would cost more than their writes; the
+// plugin needs the notices only to record the tensors written and to let
+// the digest that follows the writes (File.Final) go on, which a few MiB
+// behind does not slow.
+const (
+	directNoticeTensors = 256
+	directNoticeBytes   = 4 << 20
+)
+
+// notify records that target i, of size bytes, was written, and tells the
+// plugin what was recorded once enough gathered, or when all is true.
+// While one writer sends, the others only record: the sender sends what
+// gathered meanwhile before it returns.
+func (d *directWrites) notify(i uint32, size uint64, all bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err != nil {
+		return d.err
+	}
+	if !all {
+		d.pending = append(d.pending, i)
+		d.held += size
+	}
+	if d.flushing || !all && len(d.pending) < directNoticeTensors && d.held < directNoticeBytes {
+		return nil
+	}
+	d.flushing = true
+	for len(d.pending) > 0 && d.err == nil {
+		batch := d.pending
+		d.pending, d.held = d.spare[:0], 0
+		d.mu.Unlock()
+		err := d.send(batch)
+		d.mu.Lock()
+		d.spare = batch
+		if err != nil {
+			d.err = err
+		}
+	}
+	d.flushing = false
+	return d.err
+}
+
+// send sends one DirectWritten, within the plugin timeout: a plugin that
+// stops reading its lane is stopped as hung. When the plugin ended the
+// lane, its status says why.
+func (d *directWrites) send(batch []uint32) error {
+	ctx, cancel := d.c.unary(context.Background(), "the plugin to take the notices of direct writes")
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { d.conn.Close() })
+	err := d.lane.writeFrame(frameMessage, &pb.DirectWritten{Targets: batch})
+	if !stop() {
+		err = errors.Join(err, context.Cause(ctx))
+	}
+	if err == nil {
+		return nil
+	}
+	<-d.ended // the plugin closed its end, or the watchdog closed the lane
+	if d.end != nil {
+		err = d.end
+	} else {
+		err = laneBroken(err)
+	}
+	return d.c.callErr(ctx, err)
+}
+
+// finish ends the lane before the sink's Commit: the plugin has then taken
+// every notice, and its status says whether it took them well. It closes
+// the files. The caller closes the lane to stop waiting.
+func (d *directWrites) finish() error {
+	defer d.close()
+	sendErr := d.notify(0, 0, true)
+	if sendErr == nil {
+		d.ending.Store(true)
+		if err := d.lane.writeFrame(frameEnd, nil); err != nil {
+			sendErr = laneBroken(err)
+		}
+	}
+	<-d.ended
+	if d.end != nil {
+		return d.end // the plugin's reason comes first
+	}
+	return sendErr
+}
+
+// close closes the lane, which the plugin reads as a cancellation, and the
+// files.
+func (d *directWrites) close() {
+	d.conn.Close()
+	for _, f := range d.files {
+		f.close()
+	}
+}
+
+// laneStatus returns the error a lane's status frame carries, nil for OK.
+func laneStatus(payload []byte) error {
+	st := &spb.Status{}
+	if err := proto.Unmarshal(payload, st); err != nil {
+		return status.Errorf(codes.Internal, "lane: the plugin ended it with a status that does not decode: %v", err)
+	}
+	if st.Code == int32(codes.OK) {
+		return nil
+	}
+	return status.FromProto(st).Err()
+}
+
+// serveDirectLane serves one direct lane for the sinks of s and ends it
+// with its status frame.
+func serveDirectLane(conn net.Conn, s sinkServer) {
+	defer conn.Close()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return // the host reads the lane closed: a cancellation
+	}
+	l := newLaneConn(uc)
+	sent := false
+	end := &spb.Status{}
+	if err := s.serveDirect(uc, l, &sent); err != nil {
+		end = status.Convert(err).Proto()
+	}
+	if !sent {
+		sendFiles(uc, nil)
+	}
+	l.writeFrame(frameStatus, end)
+}
+
+// serveDirect answers the host's request with the sink's files and
+// targets, then records what the host says it wrote until the host ends the
+// lane. sent reports whether the files went out.
+func (s sinkServer) serveDirect(uc *net.UnixConn, l *laneConn, sent *bool) error {
+	kind, payload, err := l.readFrame()
+	if err != nil {
+		return directRecvErr(err)
+	}
+	req := &pb.SessionRequest{}
+	if kind != frameMessage {
+		return status.Errorf(codes.InvalidArgument, "direct lane: a frame of kind %q for the request", kind)
+	}
+	if err := proto.Unmarshal(payload, req); err != nil {
+		return status.Errorf(codes.InvalidArgument, "direct lane: a request that does not decode: %v", err)
+	}
+	sk, err := s.sink(req.Session)
+	if err != nil {
+		return toStatus(err)
+	}
+	dw, _ := sk.(DirectWriter)
+	var targets []DirectTarget
+	if dw != nil {
+		targets = dw.DirectTargets()
+	}
+	files, msg := directTargetsToProto(targets)
+	*sent = true
+	if err := sendFiles(uc, files); err != nil {
+		return status.Errorf(codes.Unavailable, "direct lane: sending the output files: %v", err)
+	}
+	if err := l.writeFrame(frameMessage, msg); err != nil {
+		return status.Errorf(codes.Unavailable, "direct lane: %v", err)
+	}
+	for {
+		kind, payload, err := l.readFrame()
+		if err != nil {
+			return directRecvErr(err)
+		}
+		switch kind {
+		case frameEnd:
+			return nil
+		case frameMessage:
+		default:
+			return status.Errorf(codes.InvalidArgument, "direct lane: a frame of kind %q", kind)
+		}
+		w := &pb.DirectWritten{}
+		if err := proto.Unmarshal(payload, w); err != nil {
+			return status.Errorf(codes.InvalidArgument, "direct lane: a notice that does not decode: %v", err)
+		}
+		for _, i := range w.Targets {
+			if int(i) >= len(targets) {
+				return status.Errorf(codes.InvalidArgument, "direct lane: target %d written, of %d offered", i, len(targets))
+			}
+			if err := dw.WrittenDirect(targets[i].Tensor); err != nil {
+				return toStatus(err)
+			}
+		}
+	}
+}
+
+// directRecvErr classifies a failed read of a direct lane on the plugin's
+// side, as laneServerStream.Recv does.
+func directRecvErr(err error) error {
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		return errLaneCanceled
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return status.Errorf(codes.Canceled, "%v", err)
+	}
+	return status.Errorf(codes.InvalidArgument, "%v", err)
+}
+
+// directTargetsToProto numbers the targets' distinct files in order of
+// first appearance.
+func directTargetsToProto(targets []DirectTarget) ([]DirectFile, *pb.DirectTargets) {
+	var files []DirectFile
+	index := map[DirectFile]uint32{}
+	msg := &pb.DirectTargets{}
+	for _, t := range targets {
+		i, ok := index[t.File]
+		if !ok {
+			i = uint32(len(files))
+			index[t.File] = i
+			files = append(files, t.File)
+			msg.Files = append(msg.Files, t.File.FinalPath())
+		}
+		msg.Tensors = append(msg.Tensors, &pb.DirectTarget{Tensor: t.Tensor, File: i, Offset: t.Offset, Size: t.Size})
+	}
+	return files, msg
+}
