@@ -248,7 +248,7 @@ func (d *directWrites) take(t *pb.DirectTargets) error {
 		return fmt.Errorf("the plugin named %d files and sent %d", len(t.Files), len(d.files))
 	}
 	d.paths = t.Files
-	if len(t.Tensors) > math.MaxUint32 {
+	if uint64(len(t.Tensors)) > math.MaxUint32 {
 		return fmt.Errorf("the plugin offered %d tensors", len(t.Tensors))
 	}
 	d.targets = make(map[string]*directTarget, len(t.Tensors))
@@ -257,7 +257,7 @@ func (d *directWrites) take(t *pb.DirectTargets) error {
 			return fmt.Errorf("tensor %q lies in file %d of %d", x.Tensor, x.File, len(d.files))
 		}
 		if x.Offset > math.MaxInt64 || x.Size > math.MaxInt64-x.Offset {
-			return fmt.Errorf("tensor %q lies at %d bytes from %d, past what a file holds", x.Tensor, x.Size, x.Offset)
+			return fmt.Errorf("tensor %q: %d bytes at offset %d reach past what a file holds", x.Tensor, x.Size, x.Offset)
 		}
 		if _, dup := d.targets[x.Tensor]; dup {
 			return fmt.Errorf("tensor %q offered twice", x.Tensor)

@@ -333,7 +333,7 @@ func TestDirectTargetsAreChecked(t *testing.T) {
 	}{
 		{"a file missing", &pb.DirectTargets{Files: []string{"a", "b"}}, "named 2 files and sent 1"},
 		{"a file out of range", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t", File: 1}}}, "lies in file 1 of 1"},
-		{"a range past a file", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t", Offset: 1 << 62, Size: 1 << 62}}}, "past what a file holds"},
+		{"a range past a file", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t", Offset: 1 << 62, Size: 1 << 62}}}, "reach past what a file holds"},
 		{"a tensor twice", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t"}, {Tensor: "t", Offset: 8}}}, "offered twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
