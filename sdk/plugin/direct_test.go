@@ -8,13 +8,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
@@ -372,56 +371,11 @@ func FuzzServeDirectLane(f *testing.F) {
 		defer ds.Abort(context.Background())
 		srv := newServer(&Plugin{Name: "fuzz", Version: "0"}, nil)
 		srv.sinks[1] = ds
-		a, p, err := socketPair()
-		if err != nil {
-			t.Fatal(err)
-		}
-		host, err := unixConn(a, "the host's end")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer host.Close()
-		plugin, err := unixConn(p, "the plugin's end")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			host.Write(b)
-			host.CloseWrite()
-		}()
-		back := make(chan []byte, 1)
-		go func() {
-			out, _ := io.ReadAll(host)
-			back <- out
-		}()
-		within(t, 5*time.Second, "serveDirectLane", func() { serveDirectLane(plugin, sinkServer{server: srv}) })
-		out := <-back
+		out := serveLaneBytes(t, b, func(c *net.UnixConn) { serveDirectLane(c, sinkServer{server: srv}) })
 		out = bytes.TrimLeft(out, string(rune(directMoreFiles)))
 		if len(out) == 0 || out[0] != directLastFiles {
 			t.Fatalf("the plugin did not send its files first: %q", out[:min(len(out), 8)])
 		}
-		l := newLaneConn(&readOnlyConn{Reader: bytes.NewReader(out[1:])})
-		for statuses := 0; ; {
-			kind, _, err := l.readFrame()
-			if err == io.EOF {
-				if statuses != 1 {
-					t.Fatalf("the lane ended with %d status frames, want 1", statuses)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("the plugin sent a malformed frame: %v", err)
-			}
-			if statuses > 0 {
-				t.Fatalf("a frame of kind %q after the status", kind)
-			}
-			switch kind {
-			case frameStatus:
-				statuses++
-			case frameMessage:
-			default:
-				t.Fatalf("the plugin sent a frame of kind %q", kind)
-			}
-		}
+		checkLaneFrames(t, out[1:], func() proto.Message { return &pb.DirectTargets{} })
 	})
 }

@@ -291,60 +291,75 @@ func FuzzServeLane(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		srv, _ := fuzzServer(t, 0)
-		a, p, err := socketPair()
-		if err != nil {
-			t.Fatal(err)
-		}
-		host, err := unixConn(a, "the host's end")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer host.Close()
-		plugin, err := unixConn(p, "the plugin's end")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			host.Write(b)
-			host.CloseWrite()
-		}()
-		back := make(chan []byte, 1)
-		go func() {
-			out, _ := io.ReadAll(host)
-			back <- out
-		}()
-		within(t, 5*time.Second, "serveLane", func() { serveLane(plugin, sinkServer{server: srv}) })
-		out := <-back
-		l := newLaneConn(&readOnlyConn{Reader: bytes.NewReader(out)})
-		for statuses := 0; ; {
-			kind, payload, err := l.readFrame()
-			if err == io.EOF {
-				if statuses != 1 {
-					t.Fatalf("the lane ended with %d status frames, want 1", statuses)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("the plugin sent a malformed frame: %v", err)
-			}
-			if statuses > 0 {
-				t.Fatalf("a frame of kind %q after the status", kind)
-			}
-			switch kind {
-			case frameMessage:
-				if err := proto.Unmarshal(payload, &pb.WriteAck{}); err != nil {
-					t.Fatalf("an acknowledgement that does not decode: %v", err)
-				}
-			case frameStatus:
-				if err := proto.Unmarshal(payload, &spb.Status{}); err != nil {
-					t.Fatalf("a status that does not decode: %v", err)
-				}
-				statuses++
-			default:
-				t.Fatalf("a frame of kind %q", kind)
-			}
-		}
+		out := serveLaneBytes(t, b, func(c *net.UnixConn) { serveLane(c, sinkServer{server: srv}) })
+		checkLaneFrames(t, out, func() proto.Message { return &pb.WriteAck{} })
 	})
+}
+
+// serveLaneBytes sends b down a new lane as the host, closes the host's
+// side, serves the plugin's end with serve and returns all the plugin
+// sent; serve must return within five seconds.
+func serveLaneBytes(t *testing.T, b []byte, serve func(*net.UnixConn)) []byte {
+	t.Helper()
+	a, p, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := unixConn(a, "the host's end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	plugin, err := unixConn(p, "the plugin's end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		host.Write(b)
+		host.CloseWrite()
+	}()
+	back := make(chan []byte, 1)
+	go func() {
+		out, _ := io.ReadAll(host)
+		back <- out
+	}()
+	within(t, 5*time.Second, "serving the lane", func() { serve(plugin) })
+	return <-back
+}
+
+// checkLaneFrames requires out to be whole frames from a plugin: messages
+// that decode as what msg makes, then exactly one status that decodes.
+func checkLaneFrames(t *testing.T, out []byte, msg func() proto.Message) {
+	t.Helper()
+	l := newLaneConn(&readOnlyConn{Reader: bytes.NewReader(out)})
+	for statuses := 0; ; {
+		kind, payload, err := l.readFrame()
+		if err == io.EOF {
+			if statuses != 1 {
+				t.Fatalf("the lane ended with %d status frames, want 1", statuses)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("the plugin sent a malformed frame: %v", err)
+		}
+		if statuses > 0 {
+			t.Fatalf("a frame of kind %q after the status", kind)
+		}
+		switch kind {
+		case frameMessage:
+			if err := proto.Unmarshal(payload, msg()); err != nil {
+				t.Fatalf("a message that does not decode: %v", err)
+			}
+		case frameStatus:
+			if err := proto.Unmarshal(payload, &spb.Status{}); err != nil {
+				t.Fatalf("a status that does not decode: %v", err)
+			}
+			statuses++
+		default:
+			t.Fatalf("a frame of kind %q", kind)
+		}
+	}
 }
 
 // readOnlyConn is a net.Conn that only reads, from Reader.
