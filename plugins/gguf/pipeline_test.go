@@ -24,6 +24,12 @@ type convertFunc func(t *tensor.TensorInfo, to tensor.DType, data []byte) ([]byt
 // gives them), commit.
 func runPipeline(t testing.TB, m *tensor.Manifest, open func(name string) (plugin.TensorData, error), sink plugin.Sink, conv convertFunc) ([]plugin.Artifact, *plugin.SinkPlan, error) {
 	t.Helper()
+	return runPipelineWith(t, m, open, sink, conv, plugin.BeginOptions{})
+}
+
+// runPipelineWith is runPipeline with the options Begin gets.
+func runPipelineWith(t testing.TB, m *tensor.Manifest, open func(name string) (plugin.TensorData, error), sink plugin.Sink, conv convertFunc, opts plugin.BeginOptions) ([]plugin.Artifact, *plugin.SinkPlan, error) {
+	t.Helper()
 	ctx := context.Background()
 	plan, err := sink.Plan(ctx, m)
 	if err != nil {
@@ -48,7 +54,7 @@ func runPipeline(t testing.TB, m *tensor.Manifest, open func(name string) (plugi
 	for _, d := range plan.Drop {
 		dropped[d.Tensor] = true
 	}
-	if err := sink.Begin(ctx, arrive, plugin.BeginOptions{}); err != nil {
+	if err := sink.Begin(ctx, arrive, opts); err != nil {
 		return nil, plan, err
 	}
 	var wg sync.WaitGroup

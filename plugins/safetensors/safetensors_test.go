@@ -105,7 +105,15 @@ func TestIndexRefusesPathsOutsideItsDirectory(t *testing.T) {
 	}
 }
 
+// Written through Write, or in place as a host writes the tensors a sink
+// offers (plugin.DirectWriter), the shard set is the same.
 func TestSinkWritesShardSetLikeHuggingFace(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Write", true: "in place"}[direct], func(t *testing.T) { testShardSet(t, direct) })
+	}
+}
+
+func testShardSet(t *testing.T, direct bool) {
 	in := t.TempDir()
 	if err := sample.Write(in, sample.Default); err != nil {
 		t.Fatal(err)
@@ -131,9 +139,25 @@ func TestSinkWritesShardSetLikeHuggingFace(t *testing.T) {
 	if err := s.Begin(ctx, m, plugin.BeginOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ti := range m.Tensors {
-		if err := s.Write(ctx, ti.Name, plugin.FileData(*ti.Location)); err != nil {
-			t.Fatal(err)
+	targets := s.DirectTargets()
+	if len(targets) != len(m.Tensors) {
+		t.Fatalf("%d tensors offered to write in place, of %d", len(targets), len(m.Tensors))
+	}
+	if direct {
+		for _, tg := range targets {
+			ti, _ := m.Tensor(tg.Tensor)
+			if _, err := tg.File.(io.WriterAt).WriteAt(readLoc(t, ti.Location), int64(tg.Offset)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WrittenDirect(tg.Tensor); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else {
+		for _, ti := range m.Tensors {
+			if err := s.Write(ctx, ti.Name, plugin.FileData(*ti.Location)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := s.Commit(ctx); err != nil {
