@@ -157,7 +157,8 @@ func (f *directFile) close() {
 }
 
 // openDirect opens session's direct lane and takes the sink's targets. It
-// returns nil, and closes the lane, when the sink offers none.
+// returns nil, and ends the lane, when the sink offers none; an error then
+// is the one the plugin ended the lane with.
 func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool) (*directWrites, error) {
 	conn, err := c.lanes.openConn(laneDirect)
 	if err != nil {
@@ -174,8 +175,7 @@ func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool)
 	d.ended = make(chan struct{})
 	go d.watch()
 	if len(t.Tensors) == 0 {
-		d.finish()
-		return nil, nil
+		return nil, d.finish()
 	}
 	return d, nil
 }
