@@ -1,12 +1,10 @@
 package gguf
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -482,19 +480,10 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 // Write places one tensor's bytes at its planned offset. Calls may run
 // concurrently and in any order.
 func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) error {
-	s.mu.Lock()
-	t, ok := s.targets[name]
-	if !ok {
-		s.mu.Unlock()
-		return fmt.Errorf("gguf sink %s: tensor %q was not planned", s.cfg.Path, name)
+	t, f, err := s.claim(name)
+	if err != nil {
+		return err
 	}
-	if t.written {
-		s.mu.Unlock()
-		return fmt.Errorf("gguf sink %s: tensor %q written twice", s.cfg.Path, name)
-	}
-	t.written = true
-	f := s.files[t.file]
-	s.mu.Unlock()
 	fail := func(err error) error {
 		s.mu.Lock()
 		t.written = false
@@ -545,27 +534,33 @@ func (s *Sink) DirectTargets() []plugin.DirectTarget {
 			out = append(out, plugin.DirectTarget{Tensor: name, File: s.files[t.file], Offset: t.offset, Size: t.size})
 		}
 	}
-	slices.SortFunc(out, func(a, b plugin.DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
 	return out
 }
 
 // WrittenDirect records that the host wrote tensor name in place.
 func (s *Sink) WrittenDirect(name string) error {
+	t, f, err := s.claim(name)
+	if err != nil {
+		return err
+	}
+	f.Final(int64(t.offset), t.extent)
+	return nil
+}
+
+// claim marks tensor name written and returns its target and file; a
+// tensor not planned, or written already, is an error.
+func (s *Sink) claim(name string) (*target, *atomicfile.File, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	t, ok := s.targets[name]
 	switch {
 	case !ok:
-		s.mu.Unlock()
-		return fmt.Errorf("gguf sink %s: tensor %q was not planned", s.cfg.Path, name)
+		return nil, nil, fmt.Errorf("gguf sink %s: tensor %q was not planned", s.cfg.Path, name)
 	case t.written:
-		s.mu.Unlock()
-		return fmt.Errorf("gguf sink %s: tensor %q written twice", s.cfg.Path, name)
+		return nil, nil, fmt.Errorf("gguf sink %s: tensor %q written twice", s.cfg.Path, name)
 	}
 	t.written = true
-	f := s.files[t.file]
-	s.mu.Unlock()
-	f.Final(int64(t.offset), t.extent)
-	return nil
+	return t, s.files[t.file], nil
 }
 
 // sectionWriter writes sequentially from an offset, never past limit.

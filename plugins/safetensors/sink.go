@@ -2,13 +2,11 @@ package safetensors
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -383,7 +381,6 @@ func (s *Sink) DirectTargets() []plugin.DirectTarget {
 	for name, pl := range s.places {
 		out = append(out, plugin.DirectTarget{Tensor: name, File: pl.file, Offset: uint64(pl.off), Size: pl.size})
 	}
-	slices.SortFunc(out, func(a, b plugin.DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
 	return out
 }
 

@@ -1,13 +1,14 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -397,7 +398,8 @@ func laneStatus(payload []byte) error {
 }
 
 // serveDirectLane serves one direct lane for the sinks of s and ends it
-// with its status frame.
+// with its status frame. The files go first whatever happens, none when the
+// request fails, so that the host always finds them where it looks.
 func serveDirectLane(conn net.Conn, s sinkServer) {
 	defer conn.Close()
 	uc, ok := conn.(*net.UnixConn)
@@ -405,53 +407,61 @@ func serveDirectLane(conn net.Conn, s sinkServer) {
 		return // the host reads the lane closed: a cancellation
 	}
 	l := newLaneConn(uc)
-	sent := false
-	end := &spb.Status{}
-	if err := s.serveDirect(uc, l, &sent); err != nil {
-		end = status.Convert(err).Proto()
+	dw, targets, err := s.directTargets(l)
+	files, msg := directTargetsToProto(targets)
+	if serr := sendFiles(uc, files); serr != nil && err == nil {
+		err = status.Errorf(codes.Unavailable, "direct lane: sending the output files: %v", serr)
 	}
-	if !sent {
-		sendFiles(uc, nil)
+	if err == nil {
+		if werr := l.writeFrame(frameMessage, msg); werr != nil {
+			err = status.Errorf(codes.Unavailable, "direct lane: %v", werr)
+		}
+	}
+	if err == nil {
+		err = recordDirect(l, dw, targets)
+	}
+	end := &spb.Status{}
+	if err != nil {
+		end = status.Convert(err).Proto()
 	}
 	l.writeFrame(frameStatus, end)
 }
 
-// serveDirect answers the host's request with the sink's files and
-// targets, then records what the host says it wrote until the host ends the
-// lane. sent reports whether the files went out.
-func (s sinkServer) serveDirect(uc *net.UnixConn, l *laneConn, sent *bool) error {
+// directTargets reads the host's request and returns the sink it names, if
+// it writes directly, and the tensors it offers.
+func (s sinkServer) directTargets(l *laneConn) (DirectWriter, []DirectTarget, error) {
 	kind, payload, err := l.readFrame()
 	if err != nil {
-		return directRecvErr(err)
+		return nil, nil, laneReadErr(err)
+	}
+	if kind != frameMessage {
+		return nil, nil, status.Errorf(codes.InvalidArgument, "direct lane: a frame of kind %q for the request", kind)
 	}
 	req := &pb.SessionRequest{}
-	if kind != frameMessage {
-		return status.Errorf(codes.InvalidArgument, "direct lane: a frame of kind %q for the request", kind)
-	}
 	if err := proto.Unmarshal(payload, req); err != nil {
-		return status.Errorf(codes.InvalidArgument, "direct lane: a request that does not decode: %v", err)
+		return nil, nil, status.Errorf(codes.InvalidArgument, "direct lane: a request that does not decode: %v", err)
 	}
 	sk, err := s.sink(req.Session)
 	if err != nil {
-		return toStatus(err)
+		return nil, nil, toStatus(err)
 	}
-	dw, _ := sk.(DirectWriter)
-	var targets []DirectTarget
-	if dw != nil {
-		targets = dw.DirectTargets()
+	dw, ok := sk.(DirectWriter)
+	if !ok {
+		return nil, nil, nil
 	}
-	files, msg := directTargetsToProto(targets)
-	*sent = true
-	if err := sendFiles(uc, files); err != nil {
-		return status.Errorf(codes.Unavailable, "direct lane: sending the output files: %v", err)
-	}
-	if err := l.writeFrame(frameMessage, msg); err != nil {
-		return status.Errorf(codes.Unavailable, "direct lane: %v", err)
-	}
+	// In name order, so that what crosses does not depend on the order a
+	// sink keeps its tensors in (a map's, often).
+	targets := dw.DirectTargets()
+	slices.SortFunc(targets, func(a, b DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
+	return dw, targets, nil
+}
+
+// recordDirect records what the host says it wrote until it ends the lane.
+func recordDirect(l *laneConn, dw DirectWriter, targets []DirectTarget) error {
 	for {
 		kind, payload, err := l.readFrame()
 		if err != nil {
-			return directRecvErr(err)
+			return laneReadErr(err)
 		}
 		switch kind {
 		case frameEnd:
@@ -473,18 +483,6 @@ func (s sinkServer) serveDirect(uc *net.UnixConn, l *laneConn, sent *bool) error
 			}
 		}
 	}
-}
-
-// directRecvErr classifies a failed read of a direct lane on the plugin's
-// side, as laneServerStream.Recv does.
-func directRecvErr(err error) error {
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
-		return errLaneCanceled
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return status.Errorf(codes.Canceled, "%v", err)
-	}
-	return status.Errorf(codes.InvalidArgument, "%v", err)
 }
 
 // directTargetsToProto numbers the targets' distinct files in order of

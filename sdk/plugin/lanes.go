@@ -221,13 +221,7 @@ func (s *laneServerStream) Recv() (*pb.WriteRequest, error) {
 	kind, payload, err := s.l.readFrame()
 	if err != nil {
 		s.cancel()
-		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
-			return nil, errLaneCanceled
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, status.Errorf(codes.Canceled, "%v", err)
-		}
-		return nil, status.Errorf(codes.InvalidArgument, "%v", err)
+		return nil, laneReadErr(err)
 	}
 	switch kind {
 	case frameMessage:
@@ -240,6 +234,19 @@ func (s *laneServerStream) Recv() (*pb.WriteRequest, error) {
 		return nil, io.EOF
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "write lane: a frame of kind %q", kind)
+}
+
+// laneReadErr classifies a failed read of a lane on the plugin's side: a
+// lane the host closed, between frames or inside one, is a cancellation; a
+// frame the plugin cannot take is a bad request.
+func laneReadErr(err error) error {
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		return errLaneCanceled
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return status.Errorf(codes.Canceled, "%v", err)
+	}
+	return status.Errorf(codes.InvalidArgument, "%v", err)
 }
 
 // serveLaneOf serves a lane the host handed over, by its kind: a direct
