@@ -42,7 +42,7 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 		sink:   pb.NewSinkClient(conn),
 		wrap:   func(err error) error { return err },
 	}
-	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor, HostPackedStrings: true})
+	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor, HostPackedStrings: true, HostPackedTensors: true})
 	if err != nil {
 		return nil, fmt.Errorf("asking the plugin what it serves: %w", fromStatus(err))
 	}
@@ -55,6 +55,12 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 		c.direct = lanes != nil && c.info.DirectWrites
 	}
 	return c, nil
+}
+
+// forms says which packed forms the plugin takes in the manifests the host
+// sends.
+func (c *rpcClient) forms() wireForms {
+	return wireForms{strings: c.info.PackedStrings, tensors: c.info.PackedTensors}
 }
 
 func (c *rpcClient) err(err error) error {
@@ -319,7 +325,7 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 	}
 	ctx, cancel := s.c.unary(ctx, "Plan")
 	defer cancel()
-	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: manifestToProto(in, s.c.info.PackedStrings)})
+	resp, err := s.c.sink.Plan(ctx, &pb.PlanRequest{Session: s.session, Manifest: manifestToProto(in, s.c.forms())})
 	if err != nil {
 		return nil, s.c.callErr(ctx, err)
 	}
@@ -331,7 +337,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 		return err
 	}
 	req := &pb.BeginRequest{
-		Session: s.session, Manifest: manifestToProto(m, s.c.info.PackedStrings), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
+		Session: s.session, Manifest: manifestToProto(m, s.c.forms()), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
 		Finalize: opts.Finalize, Digests: opts.Digests, NoFsync: opts.NoFsync,
 	}
 	for _, i := range opts.Shards {

@@ -95,19 +95,29 @@ func packedFromProto(p *pb.Value) (tensor.Value, error) {
 
 // ManifestToProto converts a manifest to its wire form, as every peer reads
 // it.
-func ManifestToProto(m *tensor.Manifest) *pb.Manifest { return manifestToProto(m, false) }
+func ManifestToProto(m *tensor.Manifest) *pb.Manifest { return manifestToProto(m, wireForms{}) }
 
-// manifestToProto is ManifestToProto; with packed, string arrays travel as
-// one block each (protocol 1.5).
-func manifestToProto(m *tensor.Manifest, packed bool) *pb.Manifest {
-	out := &pb.Manifest{
-		Metadata: make([]*pb.KeyValue, 0, m.Metadata.Len()),
-		Tensors:  make([]*pb.TensorInfo, len(m.Tensors)),
-	}
+// wireForms says which of the protocol's packed forms a peer announced it
+// takes.
+type wireForms struct {
+	// strings: string arrays as one block each (protocol 1.5).
+	strings bool
+	// tensors: a manifest's tensors as one packed tensor table (1.8).
+	tensors bool
+}
+
+// manifestToProto is ManifestToProto in the packed forms the peer takes.
+func manifestToProto(m *tensor.Manifest, forms wireForms) *pb.Manifest {
+	out := &pb.Manifest{Metadata: make([]*pb.KeyValue, 0, m.Metadata.Len())}
 	m.Metadata.All(func(k string, v tensor.Value) bool {
-		out.Metadata = append(out.Metadata, &pb.KeyValue{Key: k, Value: valueToProto(v, packed)})
+		out.Metadata = append(out.Metadata, &pb.KeyValue{Key: k, Value: valueToProto(v, forms.strings)})
 		return true
 	})
+	if forms.tensors {
+		out.PackedTensors = appendTensorTable(nil, m.Tensors)
+		return out
+	}
+	out.Tensors = make([]*pb.TensorInfo, len(m.Tensors))
 	for i := range m.Tensors {
 		t := &m.Tensors[i]
 		pt := &pb.TensorInfo{Name: t.Name, Dtype: string(t.DType), Shape: t.Shape, Size: t.Size, Attrs: t.Attrs}
@@ -126,7 +136,7 @@ func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 	if p == nil {
 		return nil, fmt.Errorf("missing manifest")
 	}
-	m := &tensor.Manifest{Tensors: make([]tensor.TensorInfo, len(p.Tensors))}
+	m := &tensor.Manifest{}
 	for _, kv := range p.Metadata {
 		v, err := valueFromProto(kv.Value, 0)
 		if err != nil {
@@ -134,6 +144,18 @@ func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 		}
 		m.Metadata.Set(kv.Key, v)
 	}
+	if len(p.PackedTensors) > 0 {
+		if len(p.Tensors) > 0 {
+			return nil, errBothTensorForms
+		}
+		ts, err := parseTensorTable(p.PackedTensors)
+		if err != nil {
+			return nil, fmt.Errorf("packed tensor table: %w", err)
+		}
+		m.Tensors = ts
+		return m, nil
+	}
+	m.Tensors = make([]tensor.TensorInfo, len(p.Tensors))
 	for i, pt := range p.Tensors {
 		t := tensor.TensorInfo{Name: pt.Name, DType: tensor.DType(pt.Dtype), Shape: pt.Shape, Size: pt.Size, Attrs: pt.Attrs}
 		if pt.Location != nil {
@@ -171,7 +193,7 @@ func infoToProto(i *Info) *pb.GetInfoResponse {
 		Version:       i.Version,
 		ProtocolMinor: uint32(i.ProtocolMinor),
 		Capabilities: &pb.Capabilities{Arena: i.Arena, FileRef: true, MaxInline: maxInline, WriteSeries: i.WriteSeries, WriteData: i.WriteData,
-			PackedStrings: i.PackedStrings, WriteLanes: i.WriteLanes, DirectWrites: i.DirectWrites},
+			PackedStrings: i.PackedStrings, WriteLanes: i.WriteLanes, DirectWrites: i.DirectWrites, PackedTensors: i.PackedTensors},
 	}
 	add := func(kind pb.Component_Kind, cs []ComponentInfo) {
 		for _, c := range cs {
@@ -190,7 +212,7 @@ func infoFromProto(p *pb.GetInfoResponse) *Info {
 		Arena: p.GetCapabilities().GetArena(), FileRefs: p.GetCapabilities().GetFileRef(),
 		WriteSeries: p.GetCapabilities().GetWriteSeries(), WriteData: p.GetCapabilities().GetWriteData(),
 		PackedStrings: p.GetCapabilities().GetPackedStrings(), WriteLanes: p.GetCapabilities().GetWriteLanes(),
-		DirectWrites: p.GetCapabilities().GetDirectWrites()}
+		DirectWrites: p.GetCapabilities().GetDirectWrites(), PackedTensors: p.GetCapabilities().GetPackedTensors()}
 	for _, c := range p.Components {
 		ci := ComponentInfo{Name: c.Name, Doc: c.Doc, Schema: schemaFromProto(c.Schema), Extensions: c.Extensions, Probes: c.Probes}
 		switch c.Kind {

@@ -44,7 +44,8 @@ func manifestSeeds() [][]byte {
 		&pb.PlanRequest{Session: 1, Manifest: ManifestToProto(m)},
 		&pb.PlanRequest{Session: 1, Manifest: ManifestToProto(&tensor.Manifest{})},
 		&pb.PlanRequest{Session: 1, Manifest: &pb.Manifest{Metadata: []*pb.KeyValue{{Key: "k", Value: &pb.Value{Type: 9, Elem: 9, Items: []*pb.Value{{Type: 9, Elem: 4, Raw: []byte{1, 0, 0, 0}}}}}}}},
-		&pb.PlanRequest{Session: 1, Manifest: manifestToProto(m, true)},
+		&pb.PlanRequest{Session: 1, Manifest: manifestToProto(m, wireForms{strings: true})},
+		&pb.PlanRequest{Session: 1, Manifest: manifestToProto(m, wireForms{strings: true, tensors: true})},
 	} {
 		b, err := proto.Marshal(req)
 		if err != nil {
@@ -58,7 +59,7 @@ func manifestSeeds() [][]byte {
 // FuzzManifestFromProto decodes a PlanRequest (the same manifest travels in
 // BeginRequest and DescribeResponse) and converts its manifest: any bytes
 // give a manifest or an error, and a manifest converts back to the wire
-// form it came from after one round.
+// form it came from after one round, in every packed form too.
 func FuzzManifestFromProto(f *testing.F) {
 	for _, b := range manifestSeeds() {
 		f.Add(b)
@@ -80,12 +81,14 @@ func FuzzManifestFromProto(f *testing.F) {
 		if twice := ManifestToProto(back); !proto.Equal(once, twice) {
 			t.Fatalf("the manifest changed in a round trip:\n%v\n%v", once, twice)
 		}
-		packed, err := ManifestFromProto(manifestToProto(m, true))
-		if err != nil {
-			t.Fatalf("a manifest this side produced with string arrays in blocks does not convert back: %v", err)
-		}
-		if twice := ManifestToProto(packed); !proto.Equal(once, twice) {
-			t.Fatalf("the manifest changed in a round trip with string arrays in blocks:\n%v\n%v", once, twice)
+		for _, forms := range []wireForms{{strings: true}, {tensors: true}, {strings: true, tensors: true}} {
+			packed, err := ManifestFromProto(manifestToProto(m, forms))
+			if err != nil {
+				t.Fatalf("a manifest this side produced in the packed forms %+v does not convert back: %v", forms, err)
+			}
+			if twice := ManifestToProto(packed); !proto.Equal(once, twice) {
+				t.Fatalf("the manifest changed in a round trip in the packed forms %+v:\n%v\n%v", forms, once, twice)
+			}
 		}
 	})
 }
@@ -520,6 +523,11 @@ func TestFuzzSeeds(t *testing.T) {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
 	}
 	fuzzseed.Sync(t, "FuzzManifestFromProto", seeds)
+	seeds = nil
+	for i, b := range tableSeeds() {
+		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
+	}
+	fuzzseed.Sync(t, "FuzzParseTensorTable", seeds)
 	seeds = nil
 	for i, s := range configSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{[]byte(s)}})

@@ -10,11 +10,12 @@ import (
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
 // without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
 // tensors gathered into one message, 1.5 string arrays in one block, 1.6
-// write lanes). Minors are
-// additive: a peer of another minor of the same major works with this one.
+// write lanes, 1.7 direct writes, 1.8 tensor tables in one block). Minors
+// are additive: a peer of another minor of the same major works with this
+// one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 7
+	ProtocolMinor   = 8
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what
@@ -50,6 +51,10 @@ type Info struct {
 	// 1.7): a sink that implements DirectWriter hands the host its open
 	// output files, and the host writes the tensors it offers itself.
 	DirectWrites bool
+	// PackedTensors reports that the plugin takes a manifest's tensors as
+	// one block (protocol 1.8, a packed tensor table); to one that does not,
+	// the host sends a message per tensor.
+	PackedTensors bool
 }
 
 // ComponentInfo describes one source or sink type.
@@ -78,7 +83,7 @@ func findComponent(cs []ComponentInfo, name string) (*ComponentInfo, bool) {
 
 // Info describes the plugin as a client would see it.
 func (p *Plugin) Info() *Info {
-	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true, WriteData: true, PackedStrings: true}
+	info := &Info{Name: p.Name, Version: p.Version, ProtocolMinor: ProtocolMinor, FileRefs: true, WriteSeries: true, WriteData: true, PackedStrings: true, PackedTensors: true}
 	for _, s := range p.Sources {
 		info.Sources = append(info.Sources, ComponentInfo{Name: s.Name, Doc: s.Doc, Schema: s.Schema, Extensions: s.Extensions, Probes: s.Probe != nil})
 	}

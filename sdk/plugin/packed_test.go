@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ func vocabManifest(t *testing.T) *tensor.Manifest {
 		t.Fatal(err)
 	}
 	nested, _ := tensor.NestedArray([]tensor.Value{tensor.StringArray([]string{"x", "y"})})
-	m := &tensor.Manifest{Tensors: []tensor.TensorInfo{{Name: "t", DType: tensor.U8, Shape: []uint64{4}, Size: 4}}}
+	m := &tensor.Manifest{Tensors: tableTensors()}
 	m.Metadata.Set("tokenizer.ggml.tokens", packed)
 	m.Metadata.Set("tokenizer.ggml.merges", tensor.StringArray([]string{"a b", "c d"}))
 	m.Metadata.Set("nested", nested)
@@ -94,16 +95,27 @@ func packedKeys(m *pb.Manifest) (packed, strs []string) {
 	return packed, strs
 }
 
-// TestStringArraysCrossAsOneBlock: between two peers that announce it, the
-// manifest's string arrays cross as one block each, both ways, and arrive
-// equal; to a peer that does not, as strings.
-func TestStringArraysCrossAsOneBlock(t *testing.T) {
+// packedTensors says whether m's tensors crossed as a packed tensor table,
+// and fails t if they crossed both ways.
+func packedTensors(t *testing.T, method string, m *pb.Manifest) bool {
+	t.Helper()
+	if len(m.PackedTensors) > 0 && len(m.Tensors) > 0 {
+		t.Errorf("%s: the tensors crossed both as messages and as a table", method)
+	}
+	return len(m.PackedTensors) > 0
+}
+
+// TestManifestsCrossInBlocks: between two peers that announce them, the
+// manifest's string arrays cross as one block each and its tensors as one
+// table, both ways, and arrive equal; to a peer that does not, as strings
+// and as a message per tensor.
+func TestManifestsCrossInBlocks(t *testing.T) {
 	m := vocabManifest(t)
 	sink := &manifestSink{}
 	wire := &wireManifests{seen: map[string]*pb.Manifest{}}
 	c, _ := connect(t, testPlugin(&manifestSource{m: m}, sink), 0, grpc.UnaryInterceptor(wire.intercept))
-	if !c.info.PackedStrings {
-		t.Fatal("the SDK's plugin does not announce packed strings")
+	if !c.info.PackedStrings || !c.info.PackedTensors {
+		t.Fatal("the SDK's plugin does not announce packed strings and tensors")
 	}
 	ctx := context.Background()
 	src, err := c.OpenSource(ctx, "hang", Config{})
@@ -114,8 +126,8 @@ func TestStringArraysCrossAsOneBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Metadata.Equal(&m.Metadata) {
-		t.Error("the described manifest's metadata changed on the way")
+	if !got.Metadata.Equal(&m.Metadata) || !reflect.DeepEqual(got.Tensors, m.Tensors) {
+		t.Error("the described manifest changed on the way")
 	}
 	sk, err := c.OpenSink(ctx, "hang", Config{})
 	if err != nil {
@@ -127,7 +139,8 @@ func TestStringArraysCrossAsOneBlock(t *testing.T) {
 	if err := sk.Begin(ctx, got, BeginOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !sink.plan.Metadata.Equal(&m.Metadata) || !sink.begin.Metadata.Equal(&m.Metadata) {
+	if !sink.plan.Metadata.Equal(&m.Metadata) || !sink.begin.Metadata.Equal(&m.Metadata) ||
+		!reflect.DeepEqual(sink.plan.Tensors, m.Tensors) || !reflect.DeepEqual(sink.begin.Tensors, m.Tensors) {
 		t.Error("the manifest the sink was given changed on the way")
 	}
 	for _, method := range []string{"Describe", "Plan", "Begin"} {
@@ -135,10 +148,13 @@ func TestStringArraysCrossAsOneBlock(t *testing.T) {
 		if len(packed) != 3 || len(strs) != 0 {
 			t.Errorf("%s: %v as blocks, %v as strings; want every string array as a block", method, packed, strs)
 		}
+		if !packedTensors(t, method, wire.seen[method]) {
+			t.Errorf("%s: the tensors crossed as messages, want a table", method)
+		}
 	}
 
-	// A plugin that does not announce it, and a host that does not.
-	c.info.PackedStrings = false
+	// A plugin that does not announce them, and a host that does not.
+	c.info.PackedStrings, c.info.PackedTensors = false, false
 	if _, err := sk.Plan(ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +173,12 @@ func TestStringArraysCrossAsOneBlock(t *testing.T) {
 		if len(packed) != 0 || len(strs) != 3 {
 			t.Errorf("%s to an older peer: %v as blocks, %v as strings; want every string array as strings", method, packed, strs)
 		}
+		if packedTensors(t, method, wire.seen[method]) {
+			t.Errorf("%s to an older peer: the tensors crossed as a table, want messages", method)
+		}
 	}
-	if !sink.plan.Metadata.Equal(&m.Metadata) {
-		t.Error("the manifest sent as strings changed on the way")
+	if !sink.plan.Metadata.Equal(&m.Metadata) || !reflect.DeepEqual(sink.plan.Tensors, m.Tensors) {
+		t.Error("the manifest sent as strings and messages changed on the way")
 	}
 }
 

@@ -29,9 +29,10 @@ type server struct {
 	// write lanes (protocol 1.6) and direct lanes (1.7) from.
 	lanes bool
 
-	// hostPacked: the host takes string arrays as one block (protocol 1.5),
-	// as it said in GetInfo.
-	hostPacked atomic.Bool
+	// hostPackedStrings and hostPackedTensors: the host takes string
+	// arrays as one block (protocol 1.5) and a manifest's tensors as one
+	// block (1.8), as it said in GetInfo.
+	hostPackedStrings, hostPackedTensors atomic.Bool
 
 	mu      sync.Mutex
 	next    atomic.Uint64
@@ -51,7 +52,8 @@ func newServer(p *Plugin, arena *Arena) *server {
 }
 
 func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
-	s.hostPacked.Store(req.HostPackedStrings)
+	s.hostPackedStrings.Store(req.HostPackedStrings)
+	s.hostPackedTensors.Store(req.HostPackedTensors)
 	info := s.impl.Info()
 	info.Arena, info.WriteLanes, info.DirectWrites = s.arena != nil, s.lanes, s.lanes
 	return infoToProto(info), nil
@@ -173,7 +175,7 @@ func (s sourceServer) Describe(ctx context.Context, req *pb.SessionRequest) (*pb
 	if err := checkWireStrings(m); err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.DescribeResponse{Manifest: manifestToProto(m, s.hostPacked.Load())}, nil
+	return &pb.DescribeResponse{Manifest: manifestToProto(m, wireForms{strings: s.hostPackedStrings.Load(), tensors: s.hostPackedTensors.Load()})}, nil
 }
 
 func (s sourceServer) Close(ctx context.Context, req *pb.SessionRequest) (*pb.Empty, error) {

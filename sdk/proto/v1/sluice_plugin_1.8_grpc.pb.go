@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.7: version 1.6 plus direct writes, the
-// host writing a sink's tensors into the sink's open files itself.
+// Sluice plugin protocol, version 1.8: version 1.7 plus packed tensor
+// tables, a manifest's tensors crossing as one block.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,27 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.8:
+//   - Manifest.packed_tensors: the manifest's tensors as one block (a
+//     packed tensor table) in place of Manifest.tensors, so that a model of
+//     20,000 tensors crosses as one field, not 20,000 messages, strings and
+//     maps to encode, allocate and check one by one, and each file path and
+//     dtype crosses once. Every number in the block is an unsigned varint
+//     (LEB128, as protobuf writes one). The block holds a string table (its
+//     count, then each string's byte length and bytes: every distinct dtype,
+//     attribute key, attribute value and file path), then the tensor count
+//     and each tensor: its name (byte length and bytes), its dtype (an index
+//     into the strings), its rank and dimensions (outermost first), its
+//     size, its attribute count and a key index and value index for each
+//     (keys in byte order, none twice), and its location (0 for none, or 1
+//     plus the path's index, then offset and length). Every string is UTF-8
+//     and nothing follows the last tensor. A manifest with packed_tensors
+//     set lists no tensors in Manifest.tensors;
+//   - Capabilities.packed_tensors: the plugin takes packed_tensors in what
+//     the host sends (Plan, Begin); GetInfoRequest.host_packed_tensors: the
+//     host takes it in what the plugin sends (Describe). Each side sends it
+//     only to a peer that announced it.
 //
 // Added in 1.7:
 //   - Capabilities.direct_writes: the plugin serves direct lanes. The host
@@ -104,7 +125,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sluice_plugin_1.7.proto
+// source: sluice_plugin_1.8.proto
 
 package pluginv1
 
@@ -261,7 +282,7 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sluice_plugin_1.7.proto",
+	Metadata: "sluice_plugin_1.8.proto",
 }
 
 const (
@@ -480,7 +501,7 @@ var Source_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.7.proto",
+	Metadata: "sluice_plugin_1.8.proto",
 }
 
 const (
@@ -833,5 +854,5 @@ var Sink_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 	},
-	Metadata: "sluice_plugin_1.7.proto",
+	Metadata: "sluice_plugin_1.8.proto",
 }

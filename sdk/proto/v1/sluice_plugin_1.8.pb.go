@@ -1,5 +1,5 @@
-// Sluice plugin protocol, version 1.7: version 1.6 plus direct writes, the
-// host writing a sink's tensors into the sink's open files itself.
+// Sluice plugin protocol, version 1.8: version 1.7 plus packed tensor
+// tables, a manifest's tensors crossing as one block.
 //
 // Every minor is a file of its own and is frozen once released; the Go code
 // in this package is generated from the newest one. A minor only adds fields
@@ -7,6 +7,27 @@
 // a peer uses an addition only when the other side announced it, never
 // because of a version number. Plugins built against 1.0 therefore run under
 // a 1.5 host, and the reverse.
+//
+// Added in 1.8:
+//   - Manifest.packed_tensors: the manifest's tensors as one block (a
+//     packed tensor table) in place of Manifest.tensors, so that a model of
+//     20,000 tensors crosses as one field, not 20,000 messages, strings and
+//     maps to encode, allocate and check one by one, and each file path and
+//     dtype crosses once. Every number in the block is an unsigned varint
+//     (LEB128, as protobuf writes one). The block holds a string table (its
+//     count, then each string's byte length and bytes: every distinct dtype,
+//     attribute key, attribute value and file path), then the tensor count
+//     and each tensor: its name (byte length and bytes), its dtype (an index
+//     into the strings), its rank and dimensions (outermost first), its
+//     size, its attribute count and a key index and value index for each
+//     (keys in byte order, none twice), and its location (0 for none, or 1
+//     plus the path's index, then offset and length). Every string is UTF-8
+//     and nothing follows the last tensor. A manifest with packed_tensors
+//     set lists no tensors in Manifest.tensors;
+//   - Capabilities.packed_tensors: the plugin takes packed_tensors in what
+//     the host sends (Plan, Begin); GetInfoRequest.host_packed_tensors: the
+//     host takes it in what the plugin sends (Describe). Each side sends it
+//     only to a peer that announced it.
 //
 // Added in 1.7:
 //   - Capabilities.direct_writes: the plugin serves direct lanes. The host
@@ -104,7 +125,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: sluice_plugin_1.7.proto
+// source: sluice_plugin_1.8.proto
 
 package pluginv1
 
@@ -156,11 +177,11 @@ func (x Component_Kind) String() string {
 }
 
 func (Component_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_sluice_plugin_1_7_proto_enumTypes[0].Descriptor()
+	return file_sluice_plugin_1_8_proto_enumTypes[0].Descriptor()
 }
 
 func (Component_Kind) Type() protoreflect.EnumType {
-	return &file_sluice_plugin_1_7_proto_enumTypes[0]
+	return &file_sluice_plugin_1_8_proto_enumTypes[0]
 }
 
 func (x Component_Kind) Number() protoreflect.EnumNumber {
@@ -169,7 +190,7 @@ func (x Component_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Component_Kind.Descriptor instead.
 func (Component_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{4, 0}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type Empty struct {
@@ -180,7 +201,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -192,7 +213,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[0]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -205,7 +226,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{0}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{0}
 }
 
 // Capabilities are announced by both sides; the host picks a delivery mode
@@ -231,14 +252,17 @@ type Capabilities struct {
 	WriteLanes bool `protobuf:"varint,7,opt,name=write_lanes,json=writeLanes,proto3" json:"write_lanes,omitempty"`
 	// direct_writes (1.7): the plugin serves direct lanes (see above) over
 	// the lane socket. A plugin announces it only with write_lanes.
-	DirectWrites  bool `protobuf:"varint,8,opt,name=direct_writes,json=directWrites,proto3" json:"direct_writes,omitempty"`
+	DirectWrites bool `protobuf:"varint,8,opt,name=direct_writes,json=directWrites,proto3" json:"direct_writes,omitempty"`
+	// packed_tensors (1.8): the plugin takes Manifest.packed_tensors in the
+	// manifests the host sends (Plan, Begin).
+	PackedTensors bool `protobuf:"varint,9,opt,name=packed_tensors,json=packedTensors,proto3" json:"packed_tensors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +274,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[1]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +287,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{1}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Capabilities) GetArena() bool {
@@ -322,6 +346,13 @@ func (x *Capabilities) GetDirectWrites() bool {
 	return false
 }
 
+func (x *Capabilities) GetPackedTensors() bool {
+	if x != nil {
+		return x.PackedTensors
+	}
+	return false
+}
+
 type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// host_protocol_minor is the newest minor of v1 the host speaks.
@@ -329,13 +360,16 @@ type GetInfoRequest struct {
 	// host_packed_strings (1.5): the host takes Value.packed_strs in the
 	// manifests the plugin sends.
 	HostPackedStrings bool `protobuf:"varint,2,opt,name=host_packed_strings,json=hostPackedStrings,proto3" json:"host_packed_strings,omitempty"`
+	// host_packed_tensors (1.8): the host takes Manifest.packed_tensors in
+	// the manifests the plugin sends.
+	HostPackedTensors bool `protobuf:"varint,3,opt,name=host_packed_tensors,json=hostPackedTensors,proto3" json:"host_packed_tensors,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -347,7 +381,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[2]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -360,7 +394,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{2}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
@@ -373,6 +407,13 @@ func (x *GetInfoRequest) GetHostProtocolMinor() uint32 {
 func (x *GetInfoRequest) GetHostPackedStrings() bool {
 	if x != nil {
 		return x.HostPackedStrings
+	}
+	return false
+}
+
+func (x *GetInfoRequest) GetHostPackedTensors() bool {
+	if x != nil {
+		return x.HostPackedTensors
 	}
 	return false
 }
@@ -390,7 +431,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +443,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[3]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +456,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{3}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetInfoResponse) GetName() string {
@@ -467,7 +508,7 @@ type Component struct {
 
 func (x *Component) Reset() {
 	*x = Component{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +520,7 @@ func (x *Component) String() string {
 func (*Component) ProtoMessage() {}
 
 func (x *Component) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[4]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +533,7 @@ func (x *Component) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Component.ProtoReflect.Descriptor instead.
 func (*Component) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{4}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Component) GetKind() Component_Kind {
@@ -546,7 +587,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +599,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[5]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +612,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{5}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Schema) GetAttributes() []*Attribute {
@@ -595,7 +636,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +648,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[6]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +661,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{6}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Attribute) GetName() string {
@@ -668,7 +709,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +721,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[7]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +734,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{7}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProbeRequest) GetComponent() string {
@@ -720,7 +761,7 @@ type ProbeResponse struct {
 
 func (x *ProbeResponse) Reset() {
 	*x = ProbeResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +773,7 @@ func (x *ProbeResponse) String() string {
 func (*ProbeResponse) ProtoMessage() {}
 
 func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[8]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +786,7 @@ func (x *ProbeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResponse.ProtoReflect.Descriptor instead.
 func (*ProbeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{8}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProbeResponse) GetScore() int32 {
@@ -766,7 +807,7 @@ type OpenRequest struct {
 
 func (x *OpenRequest) Reset() {
 	*x = OpenRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +819,7 @@ func (x *OpenRequest) String() string {
 func (*OpenRequest) ProtoMessage() {}
 
 func (x *OpenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[9]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +832,7 @@ func (x *OpenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenRequest.ProtoReflect.Descriptor instead.
 func (*OpenRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{9}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OpenRequest) GetComponent() string {
@@ -817,7 +858,7 @@ type OpenResponse struct {
 
 func (x *OpenResponse) Reset() {
 	*x = OpenResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +870,7 @@ func (x *OpenResponse) String() string {
 func (*OpenResponse) ProtoMessage() {}
 
 func (x *OpenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[10]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +883,7 @@ func (x *OpenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResponse.ProtoReflect.Descriptor instead.
 func (*OpenResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{10}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OpenResponse) GetSession() uint64 {
@@ -861,7 +902,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +914,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[11]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +927,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{11}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRequest) GetSession() uint64 {
@@ -915,7 +956,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +968,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[12]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +981,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{12}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Value) GetType() uint32 {
@@ -1013,7 +1054,7 @@ type PackedStrings struct {
 
 func (x *PackedStrings) Reset() {
 	*x = PackedStrings{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1066,7 @@ func (x *PackedStrings) String() string {
 func (*PackedStrings) ProtoMessage() {}
 
 func (x *PackedStrings) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[13]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1079,7 @@ func (x *PackedStrings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PackedStrings.ProtoReflect.Descriptor instead.
 func (*PackedStrings) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{13}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PackedStrings) GetCount() uint64 {
@@ -1065,7 +1106,7 @@ type KeyValue struct {
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1118,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[14]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1131,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{14}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyValue) GetKey() string {
@@ -1118,7 +1159,7 @@ type FileRef struct {
 
 func (x *FileRef) Reset() {
 	*x = FileRef{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1171,7 @@ func (x *FileRef) String() string {
 func (*FileRef) ProtoMessage() {}
 
 func (x *FileRef) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[15]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1184,7 @@ func (x *FileRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
 func (*FileRef) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{15}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileRef) GetPath() string {
@@ -1182,7 +1223,7 @@ type TensorInfo struct {
 
 func (x *TensorInfo) Reset() {
 	*x = TensorInfo{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1235,7 @@ func (x *TensorInfo) String() string {
 func (*TensorInfo) ProtoMessage() {}
 
 func (x *TensorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[16]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1248,7 @@ func (x *TensorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorInfo.ProtoReflect.Descriptor instead.
 func (*TensorInfo) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{16}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TensorInfo) GetName() string {
@@ -1253,16 +1294,19 @@ func (x *TensorInfo) GetLocation() *FileRef {
 }
 
 type Manifest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Metadata      []*KeyValue            `protobuf:"bytes,1,rep,name=metadata,proto3" json:"metadata,omitempty"`
-	Tensors       []*TensorInfo          `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Metadata []*KeyValue            `protobuf:"bytes,1,rep,name=metadata,proto3" json:"metadata,omitempty"`
+	Tensors  []*TensorInfo          `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"`
+	// packed_tensors (1.8): the tensors as a packed tensor table, in place of
+	// tensors; sent only to a peer that announced it takes one.
+	PackedTensors []byte `protobuf:"bytes,3,opt,name=packed_tensors,json=packedTensors,proto3" json:"packed_tensors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
 	*x = Manifest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1318,7 @@ func (x *Manifest) String() string {
 func (*Manifest) ProtoMessage() {}
 
 func (x *Manifest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[17]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1331,7 @@ func (x *Manifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Manifest.ProtoReflect.Descriptor instead.
 func (*Manifest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{17}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Manifest) GetMetadata() []*KeyValue {
@@ -1304,6 +1348,13 @@ func (x *Manifest) GetTensors() []*TensorInfo {
 	return nil
 }
 
+func (x *Manifest) GetPackedTensors() []byte {
+	if x != nil {
+		return x.PackedTensors
+	}
+	return nil
+}
+
 type DescribeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Manifest      *Manifest              `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"`
@@ -1313,7 +1364,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1376,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[18]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1389,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{18}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeResponse) GetManifest() *Manifest {
@@ -1361,7 +1412,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1424,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[19]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1437,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{19}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadRequest) GetMsg() isReadRequest_Msg {
@@ -1448,7 +1499,7 @@ type ReadStart struct {
 
 func (x *ReadStart) Reset() {
 	*x = ReadStart{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1511,7 @@ func (x *ReadStart) String() string {
 func (*ReadStart) ProtoMessage() {}
 
 func (x *ReadStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[20]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1524,7 @@ func (x *ReadStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadStart.ProtoReflect.Descriptor instead.
 func (*ReadStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{20}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadStart) GetSession() uint64 {
@@ -1520,7 +1571,7 @@ type SlotGrant struct {
 
 func (x *SlotGrant) Reset() {
 	*x = SlotGrant{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1583,7 @@ func (x *SlotGrant) String() string {
 func (*SlotGrant) ProtoMessage() {}
 
 func (x *SlotGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[21]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1596,7 @@ func (x *SlotGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotGrant.ProtoReflect.Descriptor instead.
 func (*SlotGrant) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{21}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SlotGrant) GetSlots() []uint32 {
@@ -1575,7 +1626,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1638,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[22]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1651,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{22}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Chunk) GetOffset() uint64 {
@@ -1683,7 +1734,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1746,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[23]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1759,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{23}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PlanRequest) GetSession() uint64 {
@@ -1736,7 +1787,7 @@ type Conversion struct {
 
 func (x *Conversion) Reset() {
 	*x = Conversion{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1799,7 @@ func (x *Conversion) String() string {
 func (*Conversion) ProtoMessage() {}
 
 func (x *Conversion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[24]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1812,7 @@ func (x *Conversion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversion.ProtoReflect.Descriptor instead.
 func (*Conversion) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{24}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Conversion) GetTensor() string {
@@ -1795,7 +1846,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1858,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[25]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1871,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{25}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Decision) GetTensor() string {
@@ -1848,7 +1899,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1911,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[26]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1924,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{26}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PlannedFile) GetPath() string {
@@ -1915,7 +1966,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +1978,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[27]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +1991,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{27}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PlanResponse) GetConvert() []*Conversion {
@@ -2014,7 +2065,7 @@ type BeginRequest struct {
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2077,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[28]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2090,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{28}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BeginRequest) GetSession() uint64 {
@@ -2112,7 +2163,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2175,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[29]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2188,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{29}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -2210,7 +2261,7 @@ type WriteFiles struct {
 
 func (x *WriteFiles) Reset() {
 	*x = WriteFiles{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2273,7 @@ func (x *WriteFiles) String() string {
 func (*WriteFiles) ProtoMessage() {}
 
 func (x *WriteFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[30]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2286,7 @@ func (x *WriteFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFiles.ProtoReflect.Descriptor instead.
 func (*WriteFiles) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{30}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WriteFiles) GetTensors() []*WriteStart {
@@ -2266,7 +2317,7 @@ type WriteStart struct {
 
 func (x *WriteStart) Reset() {
 	*x = WriteStart{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2329,7 @@ func (x *WriteStart) String() string {
 func (*WriteStart) ProtoMessage() {}
 
 func (x *WriteStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[31]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2342,7 @@ func (x *WriteStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStart.ProtoReflect.Descriptor instead.
 func (*WriteStart) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{31}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteStart) GetSession() uint64 {
@@ -2346,7 +2397,7 @@ type WriteAck struct {
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2409,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[32]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2422,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{32}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteAck) GetSlot() uint32 {
@@ -2416,7 +2467,7 @@ type Artifact struct {
 
 func (x *Artifact) Reset() {
 	*x = Artifact{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2479,7 @@ func (x *Artifact) String() string {
 func (*Artifact) ProtoMessage() {}
 
 func (x *Artifact) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[33]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2492,7 @@ func (x *Artifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
 func (*Artifact) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{33}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Artifact) GetPath() string {
@@ -2474,7 +2525,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2537,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[34]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2550,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{34}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitResponse) GetArtifacts() []*Artifact {
@@ -2523,7 +2574,7 @@ type DirectTargets struct {
 
 func (x *DirectTargets) Reset() {
 	*x = DirectTargets{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[35]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2586,7 @@ func (x *DirectTargets) String() string {
 func (*DirectTargets) ProtoMessage() {}
 
 func (x *DirectTargets) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[35]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2599,7 @@ func (x *DirectTargets) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectTargets.ProtoReflect.Descriptor instead.
 func (*DirectTargets) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{35}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DirectTargets) GetFiles() []string {
@@ -2580,7 +2631,7 @@ type DirectTarget struct {
 
 func (x *DirectTarget) Reset() {
 	*x = DirectTarget{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[36]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2643,7 @@ func (x *DirectTarget) String() string {
 func (*DirectTarget) ProtoMessage() {}
 
 func (x *DirectTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[36]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2656,7 @@ func (x *DirectTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectTarget.ProtoReflect.Descriptor instead.
 func (*DirectTarget) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{36}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DirectTarget) GetTensor() string {
@@ -2648,7 +2699,7 @@ type DirectWritten struct {
 
 func (x *DirectWritten) Reset() {
 	*x = DirectWritten{}
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[37]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2711,7 @@ func (x *DirectWritten) String() string {
 func (*DirectWritten) ProtoMessage() {}
 
 func (x *DirectWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_plugin_1_7_proto_msgTypes[37]
+	mi := &file_sluice_plugin_1_8_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2724,7 @@ func (x *DirectWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectWritten.ProtoReflect.Descriptor instead.
 func (*DirectWritten) Descriptor() ([]byte, []int) {
-	return file_sluice_plugin_1_7_proto_rawDescGZIP(), []int{37}
+	return file_sluice_plugin_1_8_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DirectWritten) GetTargets() []uint32 {
@@ -2683,12 +2734,12 @@ func (x *DirectWritten) GetTargets() []uint32 {
 	return nil
 }
 
-var File_sluice_plugin_1_7_proto protoreflect.FileDescriptor
+var File_sluice_plugin_1_8_proto protoreflect.FileDescriptor
 
-const file_sluice_plugin_1_7_proto_rawDesc = "" +
+const file_sluice_plugin_1_8_proto_rawDesc = "" +
 	"\n" +
-	"\x17sluice_plugin_1.7.proto\x12\x10sluice.plugin.v1\"\a\n" +
-	"\x05Empty\"\x8d\x02\n" +
+	"\x17sluice_plugin_1.8.proto\x12\x10sluice.plugin.v1\"\a\n" +
+	"\x05Empty\"\xb4\x02\n" +
 	"\fCapabilities\x12\x14\n" +
 	"\x05arena\x18\x01 \x01(\bR\x05arena\x12\x19\n" +
 	"\bfile_ref\x18\x02 \x01(\bR\afileRef\x12\x1d\n" +
@@ -2700,10 +2751,12 @@ const file_sluice_plugin_1_7_proto_rawDesc = "" +
 	"\x0epacked_strings\x18\x06 \x01(\bR\rpackedStrings\x12\x1f\n" +
 	"\vwrite_lanes\x18\a \x01(\bR\n" +
 	"writeLanes\x12#\n" +
-	"\rdirect_writes\x18\b \x01(\bR\fdirectWrites\"p\n" +
+	"\rdirect_writes\x18\b \x01(\bR\fdirectWrites\x12%\n" +
+	"\x0epacked_tensors\x18\t \x01(\bR\rpackedTensors\"\xa0\x01\n" +
 	"\x0eGetInfoRequest\x12.\n" +
 	"\x13host_protocol_minor\x18\x01 \x01(\rR\x11hostProtocolMinor\x12.\n" +
-	"\x13host_packed_strings\x18\x02 \x01(\bR\x11hostPackedStrings\"\xe7\x01\n" +
+	"\x13host_packed_strings\x18\x02 \x01(\bR\x11hostPackedStrings\x12.\n" +
+	"\x13host_packed_tensors\x18\x03 \x01(\bR\x11hostPackedTensors\"\xe7\x01\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
@@ -2780,10 +2833,11 @@ const file_sluice_plugin_1_7_proto_rawDesc = "" +
 	"\n" +
 	"AttrsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
 	"\bManifest\x126\n" +
 	"\bmetadata\x18\x01 \x03(\v2\x1a.sluice.plugin.v1.KeyValueR\bmetadata\x126\n" +
-	"\atensors\x18\x02 \x03(\v2\x1c.sluice.plugin.v1.TensorInfoR\atensors\"J\n" +
+	"\atensors\x18\x02 \x03(\v2\x1c.sluice.plugin.v1.TensorInfoR\atensors\x12%\n" +
+	"\x0epacked_tensors\x18\x03 \x01(\fR\rpackedTensors\"J\n" +
 	"\x10DescribeResponse\x126\n" +
 	"\bmanifest\x18\x01 \x01(\v2\x1a.sluice.plugin.v1.ManifestR\bmanifest\"~\n" +
 	"\vReadRequest\x123\n" +
@@ -2895,20 +2949,20 @@ const file_sluice_plugin_1_7_proto_rawDesc = "" +
 	"\x05Abort\x12 .sluice.plugin.v1.SessionRequest\x1a\x17.sluice.plugin.v1.EmptyB3Z1github.com/sluice-ml/sluice/sdk/proto/v1;pluginv1b\x06proto3"
 
 var (
-	file_sluice_plugin_1_7_proto_rawDescOnce sync.Once
-	file_sluice_plugin_1_7_proto_rawDescData []byte
+	file_sluice_plugin_1_8_proto_rawDescOnce sync.Once
+	file_sluice_plugin_1_8_proto_rawDescData []byte
 )
 
-func file_sluice_plugin_1_7_proto_rawDescGZIP() []byte {
-	file_sluice_plugin_1_7_proto_rawDescOnce.Do(func() {
-		file_sluice_plugin_1_7_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_7_proto_rawDesc), len(file_sluice_plugin_1_7_proto_rawDesc)))
+func file_sluice_plugin_1_8_proto_rawDescGZIP() []byte {
+	file_sluice_plugin_1_8_proto_rawDescOnce.Do(func() {
+		file_sluice_plugin_1_8_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_8_proto_rawDesc), len(file_sluice_plugin_1_8_proto_rawDesc)))
 	})
-	return file_sluice_plugin_1_7_proto_rawDescData
+	return file_sluice_plugin_1_8_proto_rawDescData
 }
 
-var file_sluice_plugin_1_7_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_plugin_1_7_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
-var file_sluice_plugin_1_7_proto_goTypes = []any{
+var file_sluice_plugin_1_8_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sluice_plugin_1_8_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_sluice_plugin_1_8_proto_goTypes = []any{
 	(Component_Kind)(0),      // 0: sluice.plugin.v1.Component.Kind
 	(*Empty)(nil),            // 1: sluice.plugin.v1.Empty
 	(*Capabilities)(nil),     // 2: sluice.plugin.v1.Capabilities
@@ -2950,7 +3004,7 @@ var file_sluice_plugin_1_7_proto_goTypes = []any{
 	(*DirectWritten)(nil),    // 38: sluice.plugin.v1.DirectWritten
 	nil,                      // 39: sluice.plugin.v1.TensorInfo.AttrsEntry
 }
-var file_sluice_plugin_1_7_proto_depIdxs = []int32{
+var file_sluice_plugin_1_8_proto_depIdxs = []int32{
 	5,  // 0: sluice.plugin.v1.GetInfoResponse.components:type_name -> sluice.plugin.v1.Component
 	2,  // 1: sluice.plugin.v1.GetInfoResponse.capabilities:type_name -> sluice.plugin.v1.Capabilities
 	0,  // 2: sluice.plugin.v1.Component.kind:type_name -> sluice.plugin.v1.Component.Kind
@@ -3013,20 +3067,20 @@ var file_sluice_plugin_1_7_proto_depIdxs = []int32{
 	0,  // [0:29] is the sub-list for field type_name
 }
 
-func init() { file_sluice_plugin_1_7_proto_init() }
-func file_sluice_plugin_1_7_proto_init() {
-	if File_sluice_plugin_1_7_proto != nil {
+func init() { file_sluice_plugin_1_8_proto_init() }
+func file_sluice_plugin_1_8_proto_init() {
+	if File_sluice_plugin_1_8_proto != nil {
 		return
 	}
-	file_sluice_plugin_1_7_proto_msgTypes[19].OneofWrappers = []any{
+	file_sluice_plugin_1_8_proto_msgTypes[19].OneofWrappers = []any{
 		(*ReadRequest_Start)(nil),
 		(*ReadRequest_Grant)(nil),
 	}
-	file_sluice_plugin_1_7_proto_msgTypes[22].OneofWrappers = []any{
+	file_sluice_plugin_1_8_proto_msgTypes[22].OneofWrappers = []any{
 		(*Chunk_Inline)(nil),
 		(*Chunk_Slot)(nil),
 	}
-	file_sluice_plugin_1_7_proto_msgTypes[29].OneofWrappers = []any{
+	file_sluice_plugin_1_8_proto_msgTypes[29].OneofWrappers = []any{
 		(*WriteRequest_Start)(nil),
 		(*WriteRequest_Chunk)(nil),
 		(*WriteRequest_Files)(nil),
@@ -3035,18 +3089,18 @@ func file_sluice_plugin_1_7_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_7_proto_rawDesc), len(file_sluice_plugin_1_7_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_plugin_1_8_proto_rawDesc), len(file_sluice_plugin_1_8_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
-		GoTypes:           file_sluice_plugin_1_7_proto_goTypes,
-		DependencyIndexes: file_sluice_plugin_1_7_proto_depIdxs,
-		EnumInfos:         file_sluice_plugin_1_7_proto_enumTypes,
-		MessageInfos:      file_sluice_plugin_1_7_proto_msgTypes,
+		GoTypes:           file_sluice_plugin_1_8_proto_goTypes,
+		DependencyIndexes: file_sluice_plugin_1_8_proto_depIdxs,
+		EnumInfos:         file_sluice_plugin_1_8_proto_enumTypes,
+		MessageInfos:      file_sluice_plugin_1_8_proto_msgTypes,
 	}.Build()
-	File_sluice_plugin_1_7_proto = out.File
-	file_sluice_plugin_1_7_proto_goTypes = nil
-	file_sluice_plugin_1_7_proto_depIdxs = nil
+	File_sluice_plugin_1_8_proto = out.File
+	file_sluice_plugin_1_8_proto_goTypes = nil
+	file_sluice_plugin_1_8_proto_depIdxs = nil
 }
