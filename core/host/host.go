@@ -89,14 +89,18 @@ func New(opts Options) *Host {
 	return &Host{opts: opts, running: map[string]plugin.Instance{}, external: map[string]*External{}, infoCache: map[string]*plugin.Info{}}
 }
 
-// Close stops every plugin the host started.
+// Close stops every plugin the host started, all at once: stopping one
+// waits for its process to exit (a few milliseconds), and those waits need
+// not follow each other.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var wg sync.WaitGroup
 	for name, inst := range h.running {
-		inst.Close()
+		wg.Go(func() { inst.Close() })
 		delete(h.running, name)
 	}
+	wg.Wait()
 	return nil
 }
 

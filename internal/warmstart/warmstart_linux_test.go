@@ -183,3 +183,68 @@ func TestCachedRunsFollowThePageCache(t *testing.T) {
 		}
 	}
 }
+
+func TestAnonymousMappingAt(t *testing.T) {
+	maps := `00400000-00f0d000 r-xp 00000000 fe:00 9981294                            /opt/sluice
+01b98000-03be5000 rw-p 00000000 00:00 0 
+2a3c00000000-2a3c00800000 rw-p 00000000 00:00 0                          [anon: Go: heap]
+2a3c00800000-2a3c04000000 ---p 00000000 00:00 0 
+7f0000000000-7f0000100000 rw-p 00000000 fe:00 1234                       /data/file
+7f0000200000-7f0000300000 rw-s 00000000 00:01 77                         /memfd:sluice-arena (deleted)
+7f0000300000-7f0000400000 rw-p 00000000 00:00 0                          [stack]`
+	for _, tc := range []struct {
+		a    uintptr
+		want mapping
+		ok   bool
+	}{
+		{0x1b98000, mapping{0x1b98000, 0x3be5000}, true},
+		{0x3be4fff, mapping{0x1b98000, 0x3be5000}, true},
+		{0x2a3c00400000, mapping{0x2a3c00000000, 0x2a3c00800000}, true},
+		{0x3be5000, mapping{}, false},      // between mappings
+		{0x2a3c00900000, mapping{}, false}, // reserved, not mapped
+		{0x7f0000000100, mapping{}, false}, // a file's
+		{0x7f0000200100, mapping{}, false}, // shared
+		{0x7f0000300100, mapping{}, false}, // the stack
+		{0x500000, mapping{}, false},       // code
+	} {
+		got, ok := anonymousMappingAt([]byte(maps), tc.a)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%#x: got %x, %v; want %x, %v", tc.a, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPopulateMakesTheHeapAheadResident: after Populate, the pages of the
+// heap from its newest object up, heapAhead bytes or to the end of its
+// mapping, are resident.
+func TestPopulateMakesTheHeapAheadResident(t *testing.T) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	page := uintptr(syscall.Getpagesize())
+	if err := populateHeap(maps, page); errors.Is(err, syscall.EINVAL) {
+		t.Skip("the kernel does not populate mappings (MADV_POPULATE_WRITE, Linux 5.14)")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	from := uintptr(unsafe.Pointer(heapObject)) &^ (page - 1)
+	m, ok := anonymousMappingAt(maps, from)
+	if !ok {
+		t.Fatalf("no mapping of the heap holds %#x", from)
+	}
+	end := min(m.end, from+heapAhead)
+	vec := make([]byte, (end-from)/page)
+	if _, _, errno := syscall.Syscall(syscall.SYS_MINCORE, from, end-from, uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	missing := 0
+	for _, v := range vec {
+		if v&1 == 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d pages from the heap's newest object up are not resident", missing, len(vec))
+	}
+}
