@@ -329,7 +329,11 @@ func (s *remoteSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, 
 	if err != nil {
 		return nil, s.c.callErr(ctx, err)
 	}
-	return planFromProto(resp), nil
+	p, err := planFromProto(resp, in)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s sent a bad plan: %w", s.c.info.Name, err)
+	}
+	return p, nil
 }
 
 func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOptions) error {

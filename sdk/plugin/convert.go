@@ -225,13 +225,21 @@ func infoFromProto(p *pb.GetInfoResponse) *Info {
 	return i
 }
 
-func planToProto(p *SinkPlan) *pb.PlanResponse {
+// planToProto converts the plan of the manifest m; with packed, its
+// conversions travel as one packed list (protocol 1.8), for a host that
+// announced it takes one.
+func planToProto(p *SinkPlan, m *tensor.Manifest, packed bool) *pb.PlanResponse {
 	out := &pb.PlanResponse{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
+	if packed && len(p.Convert) > 0 {
+		out.PackedConvert, packed = appendConversions(nil, p.Convert, m)
+	}
 	// A plan may convert tens of thousands of tensors: each list is made
 	// at its size, its messages in one array.
-	out.Convert = messagesOf(p.Convert, func(m *pb.Conversion, c Conversion) {
-		m.Tensor, m.Dtype, m.Reason = c.Tensor, string(c.To), c.Reason
-	})
+	if !packed {
+		out.Convert = messagesOf(p.Convert, func(m *pb.Conversion, c Conversion) {
+			m.Tensor, m.Dtype, m.Reason = c.Tensor, string(c.To), c.Reason
+		})
+	}
 	out.Drop = messagesOf(p.Drop, decisionToProto)
 	out.Notes = messagesOf(p.Notes, decisionToProto)
 	for _, f := range p.Files {
@@ -240,17 +248,31 @@ func planToProto(p *SinkPlan) *pb.PlanResponse {
 	return out
 }
 
-func planFromProto(p *pb.PlanResponse) *SinkPlan {
+// planFromProto converts the plan of the manifest m (a packed list of
+// conversions names m's tensors by index).
+func planFromProto(p *pb.PlanResponse, m *tensor.Manifest) (*SinkPlan, error) {
 	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
-	out.Convert = valuesOf(p.Convert, func(c *pb.Conversion) Conversion {
-		return Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason}
-	})
+	if len(p.PackedConvert) > 0 {
+		if len(p.Convert) > 0 {
+			return nil, fmt.Errorf("conversions %w", errBothListForms)
+		}
+		cs, err := parseConversions(p.PackedConvert, m)
+		if err != nil {
+			return nil, fmt.Errorf("packed conversions: %w", err)
+		}
+		out.Convert = cs
+	}
+	if len(p.Convert) > 0 {
+		out.Convert = valuesOf(p.Convert, func(c *pb.Conversion) Conversion {
+			return Conversion{Tensor: c.Tensor, To: tensor.DType(c.Dtype), Reason: c.Reason}
+		})
+	}
 	out.Drop = valuesOf(p.Drop, decisionFromProto)
 	out.Notes = valuesOf(p.Notes, decisionFromProto)
 	for _, f := range p.Files {
 		out.Files = append(out.Files, PlannedFile{Path: f.Path, Size: f.Size, Tensors: int(f.Tensors)})
 	}
-	return out
+	return out, nil
 }
 
 // messagesOf converts each element of src into a message, the messages

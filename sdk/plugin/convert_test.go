@@ -8,8 +8,10 @@ import (
 )
 
 // A sink's plan crosses the wire whole: conversions, drops, notes and files
-// in order, and empty lists stay empty.
+// in order, and empty lists stay empty; with its conversions as messages,
+// and as a packed list of the planned manifest's tensors.
 func TestPlanSurvivesTheWire(t *testing.T) {
+	m := &tensor.Manifest{Tensors: []tensor.TensorInfo{{Name: "c"}, {Name: "b"}, {Name: "a"}}}
 	for _, p := range []*SinkPlan{
 		{},
 		{
@@ -20,8 +22,14 @@ func TestPlanSurvivesTheWire(t *testing.T) {
 			Files:           []PlannedFile{{Path: "out.gguf", Size: 4096, Tensors: 3}},
 		},
 	} {
-		if got := planFromProto(planToProto(p)); !reflect.DeepEqual(got, p) {
-			t.Errorf("plan %+v came back as %+v", p, got)
+		for _, packed := range []bool{false, true} {
+			msg := planToProto(p, m, packed)
+			if packed != (len(msg.PackedConvert) > 0) && len(p.Convert) > 0 || len(msg.PackedConvert) > 0 && len(msg.Convert) > 0 {
+				t.Errorf("packed %v: %d conversions as messages and %d bytes packed", packed, len(msg.Convert), len(msg.PackedConvert))
+			}
+			if got, err := planFromProto(msg, m); err != nil || !reflect.DeepEqual(got, p) {
+				t.Errorf("plan %+v came back as %+v, %v (packed %v)", p, got, err, packed)
+			}
 		}
 	}
 }

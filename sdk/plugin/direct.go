@@ -168,14 +168,13 @@ func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool)
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), fsyncs: fsyncs}
-	t, err := d.handshake(session)
-	if err != nil {
+	if err := d.handshake(session); err != nil {
 		d.close()
 		return nil, err
 	}
 	d.ended = make(chan struct{})
 	go d.watch()
-	if len(t.Tensors) == 0 {
+	if len(d.targets) == 0 {
 		return nil, d.finish()
 	}
 	return d, nil
@@ -212,35 +211,35 @@ func (d *directWrites) endedErr() error {
 
 // handshake asks for the targets of session and takes the files and the
 // targets the plugin sends.
-func (d *directWrites) handshake(session uint64) (*pb.DirectTargets, error) {
+func (d *directWrites) handshake(session uint64) error {
 	if err := d.lane.writeFrame(frameMessage, &pb.SessionRequest{Session: session}); err != nil {
-		return nil, laneBroken(err)
+		return laneBroken(err)
 	}
 	fds, err := receiveFiles(d.conn)
 	for _, fd := range fds {
 		d.files = append(d.files, &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: d.fsyncs})
 	}
 	if err != nil {
-		return nil, laneBroken(fmt.Errorf("direct lane: %w", err))
+		return laneBroken(fmt.Errorf("direct lane: %w", err))
 	}
 	kind, payload, err := d.lane.readFrame()
 	if err != nil {
-		return nil, laneBroken(err)
+		return laneBroken(err)
 	}
 	if kind == frameStatus {
-		return nil, laneStatus(payload)
+		return laneStatus(payload)
 	}
 	t := &pb.DirectTargets{}
 	if kind != frameMessage {
-		return nil, status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q for its targets", kind)
+		return status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q for its targets", kind)
 	}
 	if err := proto.Unmarshal(payload, t); err != nil {
-		return nil, status.Errorf(codes.Internal, "direct lane: the plugin sent targets that do not decode: %v", err)
+		return status.Errorf(codes.Internal, "direct lane: the plugin sent targets that do not decode: %v", err)
 	}
 	if err := d.take(t); err != nil {
-		return nil, status.Errorf(codes.Internal, "direct lane: %v", err)
+		return status.Errorf(codes.Internal, "direct lane: %v", err)
 	}
-	return t, nil
+	return nil
 }
 
 // take checks the plugin's targets and keeps them.
@@ -249,21 +248,35 @@ func (d *directWrites) take(t *pb.DirectTargets) error {
 		return fmt.Errorf("the plugin named %d files and sent %d", len(t.Files), len(d.files))
 	}
 	d.paths = t.Files
-	if uint64(len(t.Tensors)) > math.MaxUint32 {
-		return fmt.Errorf("the plugin offered %d tensors", len(t.Tensors))
+	list := valuesOf(t.Tensors, func(x *pb.DirectTarget) packedTarget {
+		return packedTarget{tensor: x.Tensor, file: x.File, offset: x.Offset, size: x.Size}
+	})
+	if len(t.PackedTensors) > 0 {
+		if len(t.Tensors) > 0 {
+			return fmt.Errorf("targets %w", errBothListForms)
+		}
+		var err error
+		if list, err = parseDirectTargets(t.PackedTensors); err != nil {
+			return fmt.Errorf("packed targets: %w", err)
+		}
 	}
-	d.targets = make(map[string]*directTarget, len(t.Tensors))
-	for i, x := range t.Tensors {
-		if int(x.File) >= len(d.files) {
-			return fmt.Errorf("tensor %q lies in file %d of %d", x.Tensor, x.File, len(d.files))
+	if uint64(len(list)) > math.MaxUint32 {
+		return fmt.Errorf("the plugin offered %d tensors", len(list))
+	}
+	d.targets = make(map[string]*directTarget, len(list))
+	all := make([]directTarget, len(list))
+	for i, x := range list {
+		if int(x.file) >= len(d.files) {
+			return fmt.Errorf("tensor %q lies in file %d of %d", x.tensor, x.file, len(d.files))
 		}
-		if x.Offset > math.MaxInt64 || x.Size > math.MaxInt64-x.Offset {
-			return fmt.Errorf("tensor %q: %d bytes at offset %d reach past what a file holds", x.Tensor, x.Size, x.Offset)
+		if x.offset > math.MaxInt64 || x.size > math.MaxInt64-x.offset {
+			return fmt.Errorf("tensor %q: %d bytes at offset %d reach past what a file holds", x.tensor, x.size, x.offset)
 		}
-		if _, dup := d.targets[x.Tensor]; dup {
-			return fmt.Errorf("tensor %q offered twice", x.Tensor)
+		if _, dup := d.targets[x.tensor]; dup {
+			return fmt.Errorf("tensor %q offered twice", x.tensor)
 		}
-		d.targets[x.Tensor] = &directTarget{index: uint32(i), file: int(x.File), offset: x.Offset, size: x.Size}
+		all[i] = directTarget{index: uint32(i), file: int(x.file), offset: x.offset, size: x.size}
+		d.targets[x.tensor] = &all[i]
 	}
 	return nil
 }
@@ -408,7 +421,7 @@ func serveDirectLane(conn net.Conn, s sinkServer) {
 	}
 	l := newLaneConn(uc)
 	dw, targets, err := s.directTargets(l)
-	files, msg := directTargetsToProto(targets)
+	files, msg := directTargetsToProto(targets, s.hostPackedTensors.Load())
 	if serr := sendFiles(uc, files); serr != nil && err == nil {
 		err = status.Errorf(codes.Unavailable, "direct lane: sending the output files: %v", serr)
 	}
@@ -449,10 +462,20 @@ func (s sinkServer) directTargets(l *laneConn) (DirectWriter, []DirectTarget, er
 	if !ok {
 		return nil, nil, nil
 	}
-	// In name order, so that what crosses does not depend on the order a
-	// sink keeps its tensors in (a map's, often).
+	// In the order of their offsets (then files, then names), so that what
+	// crosses does not depend on the order a sink keeps its tensors in (a
+	// map's, often): numbers compare in a fraction of the time 20,000 names
+	// take.
 	targets := dw.DirectTargets()
-	slices.SortFunc(targets, func(a, b DirectTarget) int { return cmp.Compare(a.Tensor, b.Tensor) })
+	slices.SortFunc(targets, func(a, b DirectTarget) int {
+		if c := cmp.Compare(a.Offset, b.Offset); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.File.FinalPath(), b.File.FinalPath()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Tensor, b.Tensor)
+	})
 	return dw, targets, nil
 }
 
@@ -486,12 +509,14 @@ func recordDirect(l *laneConn, dw DirectWriter, targets []DirectTarget) error {
 }
 
 // directTargetsToProto numbers the targets' distinct files in order of
-// first appearance.
-func directTargetsToProto(targets []DirectTarget) ([]DirectFile, *pb.DirectTargets) {
+// first appearance; with packed, the targets travel as one packed list
+// (protocol 1.8), for a host that announced it takes one.
+func directTargetsToProto(targets []DirectTarget, packed bool) ([]DirectFile, *pb.DirectTargets) {
 	var files []DirectFile
 	index := map[DirectFile]uint32{}
 	msg := &pb.DirectTargets{}
-	for _, t := range targets {
+	list := make([]packedTarget, len(targets))
+	for k, t := range targets {
 		i, ok := index[t.File]
 		if !ok {
 			i = uint32(len(files))
@@ -499,7 +524,15 @@ func directTargetsToProto(targets []DirectTarget) ([]DirectFile, *pb.DirectTarge
 			files = append(files, t.File)
 			msg.Files = append(msg.Files, t.File.FinalPath())
 		}
-		msg.Tensors = append(msg.Tensors, &pb.DirectTarget{Tensor: t.Tensor, File: i, Offset: t.Offset, Size: t.Size})
+		list[k] = packedTarget{tensor: t.Tensor, file: i, offset: t.Offset, size: t.Size}
+	}
+	switch {
+	case packed && len(list) > 0:
+		msg.PackedTensors = appendDirectTargets(nil, list)
+	default:
+		msg.Tensors = messagesOf(list, func(m *pb.DirectTarget, t packedTarget) {
+			m.Tensor, m.File, m.Offset, m.Size = t.tensor, t.file, t.offset, t.size
+		})
 	}
 	return files, msg
 }

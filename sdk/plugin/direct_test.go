@@ -198,11 +198,23 @@ func writeAll(ctx context.Context, sk Sink, data map[string]TensorData) error {
 // The host writes every tensor a sink offers into the sink's own files, and
 // tells it which; the one it does not offer crosses a write lane. The files
 // and the digests the sink reports are what writing every tensor through
-// the sink gives.
+// the sink gives, whether the targets crossed as a packed list (to a host
+// that takes one, protocol 1.8) or as a message each.
 func TestDirectWritesLandInTheSinksFiles(t *testing.T) {
+	t.Run("packed", func(t *testing.T) { testDirectWritesLand(t, true) })
+	t.Run("messages", func(t *testing.T) { testDirectWritesLand(t, false) })
+}
+
+func testDirectWritesLand(t *testing.T, packed bool) {
 	ds, data := directWorkload(t)
 	sk, count, lanes := laneSink(t, ds)
 	ctx := context.Background()
+	if !packed {
+		// What a host of 1.7 says.
+		if _, err := sk.c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: 7, HostPackedStrings: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := sk.Begin(ctx, &tensor.Manifest{}, BeginOptions{Digests: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +346,10 @@ func TestDirectTargetsAreChecked(t *testing.T) {
 		{"a file out of range", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t", File: 1}}}, "lies in file 1 of 1"},
 		{"a range past a file", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t", Offset: 1 << 62, Size: 1 << 62}}}, "reach past what a file holds"},
 		{"a tensor twice", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t"}, {Tensor: "t", Offset: 8}}}, "offered twice"},
+		{"a tensor twice in a packed list", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t"}, {tensor: "t", offset: 8}})}, "offered twice"},
+		{"a file out of range in a packed list", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t", file: 1}})}, "lies in file 1 of 1"},
+		{"a packed list cut short", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t", offset: 300}})[:5]}, `packed targets: target 0 ("t"): byte 4`},
+		{"targets both ways", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t"}}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "u"}})}, "both as messages and as a packed list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &directWrites{files: []*directFile{{}}}

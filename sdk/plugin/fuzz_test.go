@@ -529,6 +529,11 @@ func TestFuzzSeeds(t *testing.T) {
 	}
 	fuzzseed.Sync(t, "FuzzParseTensorTable", seeds)
 	seeds = nil
+	for i, b := range listSeeds() {
+		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{b}})
+	}
+	fuzzseed.Sync(t, "FuzzParsePackedLists", seeds)
+	seeds = nil
 	for i, s := range configSeeds {
 		seeds = append(seeds, fuzzseed.Seed{Name: fmt.Sprintf("seed%d", i), Values: []any{[]byte(s)}})
 	}

@@ -32,19 +32,20 @@ func vocabManifest(t *testing.T) *tensor.Manifest {
 	return m
 }
 
-// manifestSink keeps the manifests it is given.
+// manifestSink keeps the manifests it is given, and asks for convert.
 type manifestSink struct {
 	slowSink
-	mu    sync.Mutex
-	plan  *tensor.Manifest
-	begin *tensor.Manifest
+	mu      sync.Mutex
+	plan    *tensor.Manifest
+	begin   *tensor.Manifest
+	convert []Conversion
 }
 
 func (s *manifestSink) Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error) {
 	s.mu.Lock()
 	s.plan = in
 	s.mu.Unlock()
-	return &SinkPlan{}, nil
+	return &SinkPlan{Convert: s.convert}, nil
 }
 
 func (s *manifestSink) Begin(ctx context.Context, m *tensor.Manifest, _ BeginOptions) error {
@@ -54,10 +55,12 @@ func (s *manifestSink) Begin(ctx context.Context, m *tensor.Manifest, _ BeginOpt
 	return nil
 }
 
-// wireManifests records the manifests crossing the connection.
+// wireManifests records the manifests crossing the connection, and the
+// last plan.
 type wireManifests struct {
 	mu   sync.Mutex
 	seen map[string]*pb.Manifest // by method
+	plan *pb.PlanResponse
 }
 
 func (w *wireManifests) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -71,8 +74,11 @@ func (w *wireManifests) intercept(ctx context.Context, req any, info *grpc.Unary
 	case *pb.BeginRequest:
 		w.seen[method] = m.Manifest
 	}
-	if d, ok := resp.(*pb.DescribeResponse); ok {
-		w.seen[method] = d.Manifest
+	switch r := resp.(type) {
+	case *pb.DescribeResponse:
+		w.seen[method] = r.Manifest
+	case *pb.PlanResponse:
+		w.plan = r
 	}
 	return resp, err
 }
@@ -106,12 +112,14 @@ func packedTensors(t *testing.T, method string, m *pb.Manifest) bool {
 }
 
 // TestManifestsCrossInBlocks: between two peers that announce them, the
-// manifest's string arrays cross as one block each and its tensors as one
-// table, both ways, and arrive equal; to a peer that does not, as strings
-// and as a message per tensor.
+// manifest's string arrays cross as one block each, its tensors as one table
+// both ways and the plan's conversions as one list, and arrive equal; to a
+// peer that does not, as strings and as a message per tensor and
+// conversion.
 func TestManifestsCrossInBlocks(t *testing.T) {
 	m := vocabManifest(t)
-	sink := &manifestSink{}
+	convert := []Conversion{{Tensor: m.Tensors[4].Name, To: tensor.Q8_0, Reason: "r"}, {Tensor: m.Tensors[1].Name, To: tensor.Q8_0, Reason: "r"}}
+	sink := &manifestSink{convert: convert}
 	wire := &wireManifests{seen: map[string]*pb.Manifest{}}
 	c, _ := connect(t, testPlugin(&manifestSource{m: m}, sink), 0, grpc.UnaryInterceptor(wire.intercept))
 	if !c.info.PackedStrings || !c.info.PackedTensors {
@@ -133,8 +141,12 @@ func TestManifestsCrossInBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sk.Plan(ctx, got); err != nil {
+	plan, err := sk.Plan(ctx, got)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(plan.Convert, convert) || len(wire.plan.PackedConvert) == 0 || len(wire.plan.Convert) != 0 {
+		t.Errorf("the plan's conversions crossed as %d messages and %d bytes, and arrived as %+v", len(wire.plan.Convert), len(wire.plan.PackedConvert), plan.Convert)
 	}
 	if err := sk.Begin(ctx, got, BeginOptions{}); err != nil {
 		t.Fatal(err)
@@ -155,11 +167,14 @@ func TestManifestsCrossInBlocks(t *testing.T) {
 
 	// A plugin that does not announce them, and a host that does not.
 	c.info.PackedStrings, c.info.PackedTensors = false, false
-	if _, err := sk.Plan(ctx, got); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: 4}); err != nil {
 		t.Fatal(err)
+	}
+	if plan, err = sk.Plan(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(plan.Convert, convert) || len(wire.plan.PackedConvert) != 0 || len(wire.plan.Convert) != 2 {
+		t.Errorf("to an older host, the plan's conversions crossed as %d messages and %d bytes, and arrived as %+v", len(wire.plan.Convert), len(wire.plan.PackedConvert), plan.Convert)
 	}
 	src2, err := c.OpenSource(ctx, "hang", Config{})
 	if err != nil {

@@ -333,7 +333,7 @@ func (s sinkServer) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResp
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return planToProto(p), nil
+	return planToProto(p, m, s.hostPackedTensors.Load()), nil
 }
 
 func (s sinkServer) Begin(ctx context.Context, req *pb.BeginRequest) (*pb.Empty, error) {

@@ -59,16 +59,8 @@ func appendTensorTable(b []byte, ts []tensor.TensorInfo) []byte {
 			size += uvarintLen(1+st.number(t.Location.Path)) - 1 + uvarintLen(t.Location.Offset) + uvarintLen(t.Location.Length)
 		}
 	}
-	size += uvarintLen(uint64(len(st.strs)))
-	for _, s := range st.strs {
-		size += uvarintLen(uint64(len(s))) + len(s)
-	}
-	b = slices.Grow(b, size)
-	b = binary.AppendUvarint(b, uint64(len(st.strs)))
-	for _, s := range st.strs {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
+	b = slices.Grow(b, size+st.size())
+	b = st.appendTo(b)
 	b = binary.AppendUvarint(b, uint64(len(ts)))
 	for i := range ts {
 		t := &ts[i]
@@ -93,6 +85,26 @@ func appendTensorTable(b []byte, ts []tensor.TensorInfo) []byte {
 		b = binary.AppendUvarint(b, 1+st.number(t.Location.Path))
 		b = binary.AppendUvarint(b, t.Location.Offset)
 		b = binary.AppendUvarint(b, t.Location.Length)
+	}
+	return b
+}
+
+// size is the byte size of the string table as appendTo writes it.
+func (st *stringTable) size() int {
+	n := uvarintLen(uint64(len(st.strs)))
+	for _, s := range st.strs {
+		n += uvarintLen(uint64(len(s))) + len(s)
+	}
+	return n
+}
+
+// appendTo appends the string table: the count, then each string's byte
+// length and bytes.
+func (st *stringTable) appendTo(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(st.strs)))
+	for _, s := range st.strs {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	return b
 }
@@ -172,7 +184,7 @@ func (r *tableReader) uvarint(what string) uint64 {
 }
 
 // str reads a string given as its byte length and bytes, as a piece of all,
-// which holds r.b's bytes.
+// which holds r.b's bytes, or as a copy of its own when all is "".
 func (r *tableReader) str(all string, what string) string {
 	off := r.off
 	n := r.uvarint(what)
@@ -183,13 +195,58 @@ func (r *tableReader) str(all string, what string) string {
 		r.fail(off, "%s of %d bytes: the table ends", what, n)
 		return ""
 	}
-	s := all[r.off : r.off+int(n)]
+	var s string
+	if all == "" {
+		s = string(r.b[r.off : r.off+int(n)])
+	} else {
+		s = all[r.off : r.off+int(n)]
+	}
 	if !utf8.ValidString(s) {
 		r.fail(r.off, "%s is not valid UTF-8", what)
 		return ""
 	}
 	r.off += int(n)
 	return s
+}
+
+// end returns the first error, or one for bytes after the last item.
+func (r *tableReader) end(item string) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.off != len(r.b) {
+		return fmt.Errorf("byte %d: %d bytes follow the last %s", r.off, len(r.b)-r.off, item)
+	}
+	return nil
+}
+
+// strings reads a string table, the strings pieces of all (see str).
+func (r *tableReader) strings(all string) []string {
+	strs := make([]string, r.count("string count", 1))
+	for i := range strs {
+		strs[i] = r.str(all, fmt.Sprintf("string %d", i))
+	}
+	return strs
+}
+
+// pick reads an index into strs and returns that string.
+func (r *tableReader) pick(what string, strs []string) string {
+	i := r.index(what, "string", len(strs))
+	if r.err != nil {
+		return ""
+	}
+	return strs[i]
+}
+
+// index reads an index of one of n things.
+func (r *tableReader) index(what, thing string, n int) int {
+	off := r.off
+	i := r.uvarint(what)
+	if r.err == nil && i >= uint64(n) {
+		r.fail(off, "%s: %s %d of %d", what, thing, i, n)
+		return 0
+	}
+	return int(i)
 }
 
 // count reads a count of items that take at least min bytes each, refusing
@@ -209,25 +266,10 @@ func (r *tableReader) count(what string, min int) int {
 // fault and, past the strings, the tensor.
 func parseTensorTable(b []byte) ([]tensor.TensorInfo, error) {
 	r := &tableReader{b: b}
-	nstr := r.count("string count", 1)
 	// One string holds every string's bytes; each string is a piece of it.
 	all := string(b)
-	strs := make([]string, nstr)
-	for i := range strs {
-		strs[i] = r.str(all, fmt.Sprintf("string %d", i))
-	}
-	str := func(what string) string {
-		off := r.off
-		i := r.uvarint(what)
-		if r.err == nil && i >= uint64(len(strs)) {
-			r.fail(off, "%s: string %d of %d", what, i, len(strs))
-			return ""
-		}
-		if r.err != nil {
-			return ""
-		}
-		return strs[i]
-	}
+	strs := r.strings(all)
+	str := func(what string) string { return r.pick(what, strs) }
 	// A tensor takes six bytes at least: a name's length, dtype, rank, size,
 	// attributes, location.
 	ts := make([]tensor.TensorInfo, r.count("tensor count", 6))
@@ -277,11 +319,8 @@ func parseTensorTable(b []byte) ([]tensor.TensorInfo, error) {
 			return nil, fmt.Errorf("tensor %d (%q): %w", i, t.Name, r.err)
 		}
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.off != len(b) {
-		return nil, fmt.Errorf("byte %d: %d bytes follow the last tensor", r.off, len(b)-r.off)
+	if err := r.end("tensor"); err != nil {
+		return nil, err
 	}
 	return ts, nil
 }

@@ -24,10 +24,20 @@
 //     plus the path's index, then offset and length). Every string is UTF-8
 //     and nothing follows the last tensor. A manifest with packed_tensors
 //     set lists no tensors in Manifest.tensors;
+//   - PlanResponse.packed_convert: a plan's conversions as one block in
+//     place of PlanResponse.convert: a string table as above (every distinct
+//     dtype and reason), the count, then for each conversion the tensor's
+//     index among the tensors of the manifest planned (PlanRequest's), the
+//     dtype's index and the reason's index; nothing follows the last;
+//   - DirectTargets.packed_tensors: a direct lane's targets as one block in
+//     place of DirectTargets.tensors: the count, then for each target the
+//     tensor's name (byte length and bytes, UTF-8), file, offset and size;
+//     nothing follows the last;
 //   - Capabilities.packed_tensors: the plugin takes packed_tensors in what
 //     the host sends (Plan, Begin); GetInfoRequest.host_packed_tensors: the
-//     host takes it in what the plugin sends (Describe). Each side sends it
-//     only to a peer that announced it.
+//     host takes the three blocks in what the plugin sends (Describe, Plan's
+//     answer, a direct lane's targets). Each side sends them only to a peer
+//     that announced it.
 //
 // Added in 1.7:
 //   - Capabilities.direct_writes: the plugin serves direct lanes. The host
@@ -361,7 +371,8 @@ type GetInfoRequest struct {
 	// manifests the plugin sends.
 	HostPackedStrings bool `protobuf:"varint,2,opt,name=host_packed_strings,json=hostPackedStrings,proto3" json:"host_packed_strings,omitempty"`
 	// host_packed_tensors (1.8): the host takes Manifest.packed_tensors in
-	// the manifests the plugin sends.
+	// the manifests the plugin sends, PlanResponse.packed_convert and
+	// DirectTargets.packed_tensors.
 	HostPackedTensors bool `protobuf:"varint,3,opt,name=host_packed_tensors,json=hostPackedTensors,proto3" json:"host_packed_tensors,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -1959,7 +1970,10 @@ type PlanResponse struct {
 	// BeginRequest.finalize, so the host may split its shards between
 	// several runs (`sluice run --partition`). A sink that leaves it false is
 	// always written whole, by one run.
-	Partitions    bool `protobuf:"varint,6,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions bool `protobuf:"varint,6,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// packed_convert (1.8): the conversions as one packed list, in place of
+	// convert; sent only to a host that announced host_packed_tensors.
+	PackedConvert []byte `protobuf:"bytes,7,opt,name=packed_convert,json=packedConvert,proto3" json:"packed_convert,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2034,6 +2048,13 @@ func (x *PlanResponse) GetPartitions() bool {
 		return x.Partitions
 	}
 	return false
+}
+
+func (x *PlanResponse) GetPackedConvert() []byte {
+	if x != nil {
+		return x.PackedConvert
+	}
+	return nil
 }
 
 type BeginRequest struct {
@@ -2566,8 +2587,11 @@ type DirectTargets struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// files are the final paths of the output files whose descriptors came
 	// before this message, in their order: what the host names in errors.
-	Files         []string        `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
-	Tensors       []*DirectTarget `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"`
+	Files   []string        `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	Tensors []*DirectTarget `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"`
+	// packed_tensors (1.8): the targets as one packed list, in place of
+	// tensors; sent only to a host that announced host_packed_tensors.
+	PackedTensors []byte `protobuf:"bytes,3,opt,name=packed_tensors,json=packedTensors,proto3" json:"packed_tensors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2612,6 +2636,13 @@ func (x *DirectTargets) GetFiles() []string {
 func (x *DirectTargets) GetTensors() []*DirectTarget {
 	if x != nil {
 		return x.Tensors
+	}
+	return nil
+}
+
+func (x *DirectTargets) GetPackedTensors() []byte {
+	if x != nil {
+		return x.PackedTensors
 	}
 	return nil
 }
@@ -2875,7 +2906,7 @@ const file_sluice_plugin_1_8_proto_rawDesc = "" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
-	"\atensors\x18\x03 \x01(\rR\atensors\"\xa8\x02\n" +
+	"\atensors\x18\x03 \x01(\rR\atensors\"\xcf\x02\n" +
 	"\fPlanResponse\x126\n" +
 	"\aconvert\x18\x01 \x03(\v2\x1c.sluice.plugin.v1.ConversionR\aconvert\x12.\n" +
 	"\x04drop\x18\x02 \x03(\v2\x1a.sluice.plugin.v1.DecisionR\x04drop\x123\n" +
@@ -2884,7 +2915,8 @@ const file_sluice_plugin_1_8_proto_rawDesc = "" +
 	"\x10embeds_signature\x18\x05 \x01(\bR\x0fembedsSignature\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x06 \x01(\bR\n" +
-	"partitions\"\x90\x02\n" +
+	"partitions\x12%\n" +
+	"\x0epacked_convert\x18\a \x01(\fR\rpackedConvert\"\x90\x02\n" +
 	"\fBeginRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x126\n" +
 	"\bmanifest\x18\x02 \x01(\v2\x1a.sluice.plugin.v1.ManifestR\bmanifest\x12\x1f\n" +
@@ -2920,10 +2952,11 @@ const file_sluice_plugin_1_8_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\tR\x06sha256\"J\n" +
 	"\x0eCommitResponse\x128\n" +
-	"\tartifacts\x18\x01 \x03(\v2\x1a.sluice.plugin.v1.ArtifactR\tartifacts\"_\n" +
+	"\tartifacts\x18\x01 \x03(\v2\x1a.sluice.plugin.v1.ArtifactR\tartifacts\"\x86\x01\n" +
 	"\rDirectTargets\x12\x14\n" +
 	"\x05files\x18\x01 \x03(\tR\x05files\x128\n" +
-	"\atensors\x18\x02 \x03(\v2\x1e.sluice.plugin.v1.DirectTargetR\atensors\"f\n" +
+	"\atensors\x18\x02 \x03(\v2\x1e.sluice.plugin.v1.DirectTargetR\atensors\x12%\n" +
+	"\x0epacked_tensors\x18\x03 \x01(\fR\rpackedTensors\"f\n" +
 	"\fDirectTarget\x12\x16\n" +
 	"\x06tensor\x18\x01 \x01(\tR\x06tensor\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\rR\x04file\x12\x16\n" +

@@ -24,10 +24,20 @@
 //     plus the path's index, then offset and length). Every string is UTF-8
 //     and nothing follows the last tensor. A manifest with packed_tensors
 //     set lists no tensors in Manifest.tensors;
+//   - PlanResponse.packed_convert: a plan's conversions as one block in
+//     place of PlanResponse.convert: a string table as above (every distinct
+//     dtype and reason), the count, then for each conversion the tensor's
+//     index among the tensors of the manifest planned (PlanRequest's), the
+//     dtype's index and the reason's index; nothing follows the last;
+//   - DirectTargets.packed_tensors: a direct lane's targets as one block in
+//     place of DirectTargets.tensors: the count, then for each target the
+//     tensor's name (byte length and bytes, UTF-8), file, offset and size;
+//     nothing follows the last;
 //   - Capabilities.packed_tensors: the plugin takes packed_tensors in what
 //     the host sends (Plan, Begin); GetInfoRequest.host_packed_tensors: the
-//     host takes it in what the plugin sends (Describe). Each side sends it
-//     only to a peer that announced it.
+//     host takes the three blocks in what the plugin sends (Describe, Plan's
+//     answer, a direct lane's targets). Each side sends them only to a peer
+//     that announced it.
 //
 // Added in 1.7:
 //   - Capabilities.direct_writes: the plugin serves direct lanes. The host
