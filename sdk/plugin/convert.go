@@ -146,7 +146,7 @@ func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 	}
 	if len(p.PackedTensors) > 0 {
 		if len(p.Tensors) > 0 {
-			return nil, errBothTensorForms
+			return nil, fmt.Errorf("tensors %w", errBothForms)
 		}
 		ts, err := parseTensorTable(p.PackedTensors)
 		if err != nil {
@@ -254,7 +254,7 @@ func planFromProto(p *pb.PlanResponse, m *tensor.Manifest) (*SinkPlan, error) {
 	out := &SinkPlan{EmbedsSignature: p.EmbedsSignature, Partitions: p.Partitions}
 	if len(p.PackedConvert) > 0 {
 		if len(p.Convert) > 0 {
-			return nil, fmt.Errorf("conversions %w", errBothListForms)
+			return nil, fmt.Errorf("conversions %w", errBothForms)
 		}
 		cs, err := parseConversions(p.PackedConvert, m)
 		if err != nil {

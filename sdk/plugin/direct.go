@@ -253,7 +253,7 @@ func (d *directWrites) take(t *pb.DirectTargets) error {
 	})
 	if len(t.PackedTensors) > 0 {
 		if len(t.Tensors) > 0 {
-			return fmt.Errorf("targets %w", errBothListForms)
+			return fmt.Errorf("targets %w", errBothForms)
 		}
 		var err error
 		if list, err = parseDirectTargets(t.PackedTensors); err != nil {

@@ -349,7 +349,7 @@ func TestDirectTargetsAreChecked(t *testing.T) {
 		{"a tensor twice in a packed list", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t"}, {tensor: "t", offset: 8}})}, "offered twice"},
 		{"a file out of range in a packed list", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t", file: 1}})}, "lies in file 1 of 1"},
 		{"a packed list cut short", &pb.DirectTargets{Files: []string{"a"}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "t", offset: 300}})[:5]}, `packed targets: target 0 ("t"): byte 4`},
-		{"targets both ways", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t"}}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "u"}})}, "both as messages and as a packed list"},
+		{"targets both ways", &pb.DirectTargets{Files: []string{"a"}, Tensors: []*pb.DirectTarget{{Tensor: "t"}}, PackedTensors: appendDirectTargets(nil, []packedTarget{{tensor: "u"}})}, "targets sent both as messages and as a packed block"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &directWrites{files: []*directFile{{}}}

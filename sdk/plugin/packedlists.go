@@ -150,5 +150,6 @@ func parseDirectTargets(b []byte) ([]packedTarget, error) {
 	return targets, nil
 }
 
-// errBothListForms refuses a message that lists items both ways.
-var errBothListForms = errors.New("listed both as messages and as a packed list")
+// errBothForms refuses a message that lists items both ways: as a message
+// each and as one packed block.
+var errBothForms = errors.New("sent both as messages and as a packed block")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -85,6 +86,13 @@ func TestMalformedPackedListsAreRefused(t *testing.T) {
 		_, err := parseDirectTargets(tc.list)
 		checkRefusal(t, "targets: "+tc.name, err, tc.want)
 	}
+	// A plan's answer with its conversions both ways, or a list that does
+	// not read, is refused.
+	list, _ := appendConversions(nil, []Conversion{{Tensor: "a", To: tensor.F16}}, listManifest)
+	_, err := planFromProto(&pb.PlanResponse{Convert: []*pb.Conversion{{Tensor: "b", Dtype: "f16"}}, PackedConvert: list}, listManifest)
+	checkRefusal(t, "a plan with conversions both ways", err, []string{"conversions sent both as messages and as a packed block"})
+	_, err = planFromProto(&pb.PlanResponse{PackedConvert: list[:len(list)-1]}, listManifest)
+	checkRefusal(t, "a plan with a list cut short", err, []string{"packed conversions: byte 6", "conversion count 1"})
 	// Every list cut short is refused.
 	cs, _ := appendConversions(nil, []Conversion{{Tensor: "a", To: tensor.Q8_0, Reason: "r"}, {Tensor: "c", To: tensor.F16}}, listManifest)
 	ts := appendDirectTargets(nil, []packedTarget{{tensor: "a", size: 300}, {tensor: "b", offset: 300, size: 300}})

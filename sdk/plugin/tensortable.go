@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -324,6 +323,3 @@ func parseTensorTable(b []byte) ([]tensor.TensorInfo, error) {
 	}
 	return ts, nil
 }
-
-// errBothTensorForms refuses a manifest that lists tensors both ways.
-var errBothTensorForms = errors.New("tensors sent both as messages and as a packed table")
