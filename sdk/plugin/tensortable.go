@@ -53,9 +53,10 @@ func appendTensorTable(b []byte, ts []tensor.TensorInfo) []byte {
 		for _, k := range keys {
 			size += uvarintLen(st.number(k)) + uvarintLen(st.number(t.Attrs[k]))
 		}
-		size++
-		if t.Location != nil {
-			size += uvarintLen(1+st.number(t.Location.Path)) - 1 + uvarintLen(t.Location.Offset) + uvarintLen(t.Location.Length)
+		if t.Location == nil {
+			size++ // the location's 0
+		} else {
+			size += uvarintLen(1+st.number(t.Location.Path)) + uvarintLen(t.Location.Offset) + uvarintLen(t.Location.Length)
 		}
 	}
 	b = slices.Grow(b, size+st.size())
@@ -88,29 +89,6 @@ func appendTensorTable(b []byte, ts []tensor.TensorInfo) []byte {
 	return b
 }
 
-// size is the byte size of the string table as appendTo writes it.
-func (st *stringTable) size() int {
-	n := uvarintLen(uint64(len(st.strs)))
-	for _, s := range st.strs {
-		n += uvarintLen(uint64(len(s))) + len(s)
-	}
-	return n
-}
-
-// appendTo appends the string table: the count, then each string's byte
-// length and bytes.
-func (st *stringTable) appendTo(b []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(st.strs)))
-	for _, s := range st.strs {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return b
-}
-
-// uvarintLen is the number of bytes binary.AppendUvarint writes for v.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
 // stringTable numbers the strings of a packed tensor table in the order of
 // their first use.
 type stringTable struct {
@@ -140,6 +118,29 @@ func (st *stringTable) number(s string) uint64 {
 	return i
 }
 
+// size is the byte size of the string table as appendTo writes it.
+func (st *stringTable) size() int {
+	n := uvarintLen(uint64(len(st.strs)))
+	for _, s := range st.strs {
+		n += uvarintLen(uint64(len(s))) + len(s)
+	}
+	return n
+}
+
+// appendTo appends the string table: the count, then each string's byte
+// length and bytes.
+func (st *stringTable) appendTo(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(st.strs)))
+	for _, s := range st.strs {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// uvarintLen is the number of bytes binary.AppendUvarint writes for v.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
 // sortedKeys returns attrs' keys in byte order, in keys' array.
 func sortedKeys(keys []string, attrs map[string]string) []string {
 	keys = keys[:0]
@@ -158,6 +159,7 @@ type tableReader struct {
 	err error
 }
 
+// fail keeps the first error, at byte off of the block.
 func (r *tableReader) fail(off int, format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf("byte %d: %s", off, fmt.Sprintf(format, args...))
