@@ -34,7 +34,7 @@ type File struct {
 
 	DirtyRanges // what was written since its writeback last started
 
-	onDone []func() // run once the file is committed or aborted
+	hooks DoneHooks // run once the file is committed or aborted
 }
 
 const tmpMarker = ".sluice-tmp-"
@@ -175,7 +175,7 @@ func (f *File) Commit() error {
 		return fmt.Errorf("%s: already committed or aborted", f.final)
 	}
 	f.done = true
-	defer f.runOnDone()
+	defer f.hooks.End()
 	tmp := f.File.Name()
 	fail := func(err error) error {
 		f.cancelFollowers()
@@ -285,7 +285,7 @@ func (f *File) Abort() error {
 		return nil
 	}
 	f.done = true
-	defer f.runOnDone()
+	defer f.hooks.End()
 	f.cancelFollowers()
 	f.File.Close()
 	if err := os.Remove(f.File.Name()); err != nil && !os.IsNotExist(err) {
@@ -297,25 +297,42 @@ func (f *File) Abort() error {
 // OnDone has fn run once the file is committed or aborted, whichever ends
 // it, or at once if it has ended. A writer uses it to release what it holds
 // for the file's sake (sdk/plugin keeps the sources of file references
-// open until then).
-func (f *File) OnDone(fn func()) {
-	f.mu.Lock()
-	if !f.done {
-		f.onDone = append(f.onDone, fn)
-		f.mu.Unlock()
+// open until then). fn runs while the file ends, so it must not call the
+// file's methods.
+func (f *File) OnDone(fn func()) { f.hooks.OnDone(fn) }
+
+// DoneHooks holds what is to run once something a writer holds resources
+// for has ended: a file committed or aborted, or closed. The zero value is
+// ready to use.
+type DoneHooks struct {
+	mu    sync.Mutex
+	ended bool
+	fns   []func()
+}
+
+// OnDone queues fn to run at End, or runs it at once if End has run.
+func (h *DoneHooks) OnDone(fn func()) {
+	h.mu.Lock()
+	if !h.ended {
+		h.fns = append(h.fns, fn)
+		h.mu.Unlock()
 		return
 	}
-	f.mu.Unlock()
+	h.mu.Unlock()
 	fn()
 }
 
-// runOnDone runs the OnDone functions; f.mu is held, so they must not call
-// the file's methods.
-func (f *File) runOnDone() {
-	for _, fn := range f.onDone {
+// End runs the queued functions, in the order they came; later calls do
+// nothing.
+func (h *DoneHooks) End() {
+	h.mu.Lock()
+	h.ended = true
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, fn := range fns {
 		fn()
 	}
-	f.onDone = nil
 }
 
 // cancelFollowers stops every follower and waits for them, so the file can

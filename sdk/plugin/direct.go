@@ -122,10 +122,7 @@ type directFile struct {
 	*os.File
 	fsyncs bool
 	atomicfile.DirtyRanges
-
-	mu     sync.Mutex
-	closed bool
-	onDone []func()
+	hooks atomicfile.DoneHooks
 }
 
 // Fsyncs reports whether the sink syncs the file at Commit.
@@ -133,27 +130,11 @@ func (f *directFile) Fsyncs() bool { return f.fsyncs }
 
 // OnDone runs fn once the host closes the file, at the sink's Commit or
 // Abort; at once when it is closed.
-func (f *directFile) OnDone(fn func()) {
-	f.mu.Lock()
-	if !f.closed {
-		f.onDone = append(f.onDone, fn)
-		f.mu.Unlock()
-		return
-	}
-	f.mu.Unlock()
-	fn()
-}
+func (f *directFile) OnDone(fn func()) { f.hooks.OnDone(fn) }
 
-// close closes the file and runs the OnDone functions.
+// close runs the OnDone functions and closes the file.
 func (f *directFile) close() {
-	f.mu.Lock()
-	f.closed = true
-	fns := f.onDone
-	f.onDone = nil
-	f.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
+	f.hooks.End()
 	f.File.Close()
 }
 

@@ -92,7 +92,9 @@ func (f *tensorFinder) index(name string) (int, bool) {
 		f.byName = f.m.Index()
 	}
 	i, ok := f.byName[name]
-	f.next = i + 1
+	if ok {
+		f.next = i + 1
+	}
 	return i, ok
 }
 
