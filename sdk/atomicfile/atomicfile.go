@@ -32,7 +32,7 @@ type File struct {
 	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
 	followers []*Follower // dig and those Follow started
 
-	DirtyRanges // what was written since its writeback last started
+	writeback Writeback // what was written since its writeback last started
 
 	hooks DoneHooks // run once the file is committed or aborted
 }
@@ -192,7 +192,11 @@ func (f *File) Commit() error {
 		hashed = make(chan error, 1)
 		go func() { hashed <- f.dig.Finish(st.Size()) }()
 	}
+	early := f.writeback.Wait()
 	if !f.noFsync {
+		if early != nil {
+			return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, early)))
+		}
 		if err := fsync(f.File); err != nil {
 			return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
 		}
@@ -218,39 +222,14 @@ func (f *File) Commit() error {
 	return SyncDir(filepath.Dir(f.final))
 }
 
-// DirtyRanges gathers the bytes written to a file since their writeback
-// last started, so that a writer of many small pieces starts it once per
-// few MiB rather than once per piece. Its zero value is ready.
-type DirtyRanges struct {
-	mu    sync.Mutex
-	dirty span
-	bytes int64
-}
-
-// Dirty records that bytes [off, off+n) were written. Once the bytes it
-// recorded since it last returned ok reach step, it returns the span they
-// lie in and ok, and starts gathering anew: the caller starts the span's
-// writeback (sync_file_range), so the disk works while the run goes on,
-// once per step bytes rather than once per write however small the writes
-// are. Bytes still gathered at Commit are synced there.
-func (d *DirtyRanges) Dirty(off, n, step int64) (from, length int64, ok bool) {
-	if n <= 0 {
-		return 0, 0, false
+// Written records that bytes [off, off+n) of the file were just written,
+// and hands them to the kernel's writeback as Writeback does, unless the
+// file will not be synced (SkipFsync): then the kernel writes the pages
+// back when it likes, after the run if it likes.
+func (f *File) Written(off, n int64) {
+	if f.Fsyncs() {
+		f.writeback.Written(f.File, off, n)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bytes == 0 {
-		d.dirty = span{off, off + n}
-	} else {
-		d.dirty = span{min(d.dirty.off, off), max(d.dirty.end, off+n)}
-	}
-	d.bytes += n
-	if d.bytes < step {
-		return 0, 0, false
-	}
-	r := d.dirty
-	d.dirty, d.bytes = span{}, 0
-	return r.off, r.end - r.off, true
 }
 
 // SkipFsync makes Commit rename the file without syncing it or its
@@ -287,6 +266,7 @@ func (f *File) Abort() error {
 	f.done = true
 	defer f.hooks.End()
 	f.cancelFollowers()
+	f.writeback.Wait()
 	f.File.Close()
 	if err := os.Remove(f.File.Name()); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing temporary file of %s: %w", f.final, err)

@@ -1,11 +1,17 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+
+	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
 func TestCommitRenamesAndAbortRemoves(t *testing.T) {
@@ -125,33 +131,133 @@ func TestSkipFsync(t *testing.T) {
 	}
 }
 
-// Dirty gathers small writes and hands out their span once they add up to
-// the step, then starts over; one write of the step or more is handed out
-// at once.
-func TestDirtyGathersSmallWritesIntoSpans(t *testing.T) {
-	f, err := Create(filepath.Join(t.TempDir(), "out"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Abort()
+// Writeback gathers small writes and hands out their span once they add
+// up to WritebackStep, then starts over; one write of the step or more is
+// handed out at once.
+func TestWritebackGathersSmallWritesIntoSpans(t *testing.T) {
+	const u = WritebackStep / 128
 	type call struct {
 		off, n     int64
 		from, size int64
 		due        bool
 	}
+	var w Writeback
 	for i, c := range []call{
-		{off: 100, n: 10},
-		{off: 40, n: 20}, // 30 bytes gathered over [40, 110)
-		{off: 200, n: 0}, // nothing written
-		{off: 300, n: 70, from: 40, size: 330, due: true}, // 100: [40, 370)
-		{off: 500, n: 99},
-		{off: 600, n: 1, from: 500, size: 101, due: true}, // anew from 500
-		{off: 0, n: 250, from: 0, size: 250, due: true},
+		{off: 100 * u, n: 10 * u},
+		{off: 40 * u, n: 20 * u}, // 30 units gathered over [40, 110)
+		{off: 200 * u, n: 0},     // nothing written
+		{off: 300 * u, n: 98 * u, from: 40 * u, size: 358 * u, due: true}, // 128: [40, 398)
+		{off: 500 * u, n: 127 * u},
+		{off: 700 * u, n: u, from: 500 * u, size: 201 * u, due: true}, // anew from 500
+		{off: 0, n: 250 * u, from: 0, size: 250 * u, due: true},
 	} {
-		from, size, due := f.Dirty(c.off, c.n, 100)
-		if due != c.due || from != c.from || size != c.size {
-			t.Errorf("call %d: Dirty(%d, %d) = %d, %d, %v; want %d, %d, %v", i, c.off, c.n, from, size, due, c.from, c.size, c.due)
+		if c.n == 0 {
+			continue // Written ignores it
 		}
+		from, size, due := w.gather(c.off, c.n)
+		if due != c.due || from != c.from || size != c.size {
+			t.Errorf("call %d: gather(%d, %d) = %d, %d, %v; want %d, %d, %v", i, c.off, c.n, from, size, due, c.from, c.size, c.due)
+		}
+	}
+}
+
+// fakeDataSyncs replaces syncData for a test: each call is counted, waits
+// for release (when not nil) and returns err.
+func fakeDataSyncs(t *testing.T, release chan struct{}, err error) *atomic.Int32 {
+	var calls atomic.Int32
+	old := syncData
+	syncData = func(*os.File) error {
+		calls.Add(1)
+		if release != nil {
+			<-release
+		}
+		return err
+	}
+	t.Cleanup(func() { syncData = old })
+	return &calls
+}
+
+// A file written with its writeback tracked syncs its data in the
+// background once per EarlySyncStep bytes, one sync at a time, and not at
+// all when it will not be synced at Commit.
+func TestWritebackSyncsEarlyOneAtATime(t *testing.T) {
+	if !writebackHints {
+		t.Skip("no writeback hints on this system")
+	}
+	release := make(chan struct{})
+	calls := fakeDataSyncs(t, release, nil)
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "out"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off int64
+	write := func(n int64) {
+		for ; n > 0; n -= WritebackStep {
+			f.Written(off, WritebackStep)
+			off += WritebackStep
+		}
+	}
+	write(EarlySyncStep - WritebackStep)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d early syncs before %d bytes were written back", n, EarlySyncStep)
+	}
+	write(WritebackStep)
+	testwait.Until(t, "the first early sync", func() bool { return calls.Load() == 1 })
+	write(3 * EarlySyncStep) // while the first one runs
+	close(release)
+	if err := f.writeback.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d early syncs started while one ran, want none", n-1)
+	}
+	write(WritebackStep) // what gathered meanwhile is due
+	testwait.Until(t, "the second early sync", func() bool { return calls.Load() == 2 })
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	skipped, err := Create(filepath.Join(dir, "unsynced"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped.SkipFsync()
+	for off := int64(0); off < 2*EarlySyncStep; off += WritebackStep {
+		skipped.Written(off, WritebackStep)
+	}
+	if err := skipped.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d early syncs after a file told SkipFsync, want none", n-2)
+	}
+}
+
+// An early sync's error fails the Commit, and leaves nothing under the
+// output's name: the final fsync would not have seen it.
+func TestWritebackEarlySyncErrorFailsCommit(t *testing.T) {
+	if !writebackHints {
+		t.Skip("no writeback hints on this system")
+	}
+	fakeDataSyncs(t, nil, syscall.EIO)
+	path := filepath.Join(t.TempDir(), "out")
+	f, err := Create(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(0); off < EarlySyncStep; off += WritebackStep {
+		f.Written(off, WritebackStep)
+	}
+	err = f.Commit()
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "syncing "+path) {
+		t.Fatalf("Commit after a failed early sync = %v, want the sync's error naming %s", err, path)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the output exists after its failed commit: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
 

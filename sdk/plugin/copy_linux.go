@@ -57,10 +57,3 @@ func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error {
 	}
 	return nil
 }
-
-// startWriteback asks the kernel to start writing [off, off+n) of f to disk
-// without waiting for it. It is a hint: errors are ignored, and a later
-// fsync still decides durability.
-func startWriteback(f OutputFile, off, n int64) {
-	unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
-}

@@ -13,6 +13,3 @@ var errUnsupported = errors.New("copy_file_range unsupported")
 func errorsIsUnsupported(err error) bool { return errors.Is(err, errUnsupported) }
 
 func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error { return errUnsupported }
-
-// startWriteback does nothing where sync_file_range is not available.
-func startWriteback(f OutputFile, off, n int64) {}

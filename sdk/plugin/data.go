@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -69,28 +70,22 @@ func (d *fileData) File() (tensor.FileRef, bool) { return d.ref, true }
 // otherwise it copies chunk by chunk with positioned writes. It returns an
 // error when data yields more or fewer bytes than its Size.
 //
-// The written range is handed to the kernel's writeback as it is written
-// (sync_file_range on Linux, without waiting), so the disk works while the
-// run goes on and the fsync of a sink's Commit finds little left to do —
-// unless dst is an *atomicfile.File that will not be synced (SkipFsync):
-// then the kernel writes the pages back when it likes, after the run if it
-// likes.
+// The written range is handed to the kernel's writeback as it is written,
+// so the disk works while the run goes on and the fsync of a sink's Commit
+// finds little left to do: an output that tracks its writeback (an
+// *atomicfile.File, the host's view of a directly written file) is told,
+// and decides; any other file has its writeback started at once
+// (sync_file_range on Linux, without waiting).
 func CopyToFile(dst OutputFile, off int64, data TensorData) error {
-	eager := true
-	if af, ok := dst.(interface{ Fsyncs() bool }); ok {
-		eager = af.Fsyncs()
-	}
 	if ref, ok := data.File(); ok {
 		if err := copyFileRange(dst, off, ref); err == nil {
-			if eager {
-				writeback(dst, off, int64(ref.Length))
-			}
+			written(dst, off, int64(ref.Length))
 			return nil
 		} else if !errorsIsUnsupported(err) {
 			return err
 		}
 	}
-	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size()), flushed: off, eager: eager}
+	w := &offsetWriter{f: dst, off: off, limit: off + int64(data.Size()), flushed: off}
 	n, err := io.Copy(w, data)
 	w.writeback()
 	if err != nil {
@@ -109,10 +104,6 @@ type OutputFile interface {
 	Fd() uintptr
 }
 
-// writebackStep is how many written bytes an offsetWriter gathers before it
-// starts their writeback.
-const writebackStep = 8 << 20
-
 // offsetWriter writes sequentially from an offset with pwrite and refuses to
 // pass its limit, so a producer that sends too much cannot overwrite the
 // next tensor.
@@ -120,8 +111,7 @@ type offsetWriter struct {
 	f       OutputFile
 	off     int64
 	limit   int64
-	flushed int64 // writeback started up to here
-	eager   bool  // start writeback as it writes
+	flushed int64 // told written up to here
 }
 
 func (w *offsetWriter) Write(p []byte) (int, error) {
@@ -132,34 +122,27 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 	n, err := w.f.WriteAt(p, w.off)
 	release()
 	w.off += int64(n)
-	if w.off-w.flushed >= writebackStep {
+	if w.off-w.flushed >= atomicfile.WritebackStep {
 		w.writeback()
 	}
 	return n, err
 }
 
-// writeback starts writing back what was written since the last call.
+// writeback tells the file what was written since the last call.
 func (w *offsetWriter) writeback() {
 	if w.off > w.flushed {
-		if w.eager {
-			writeback(w.f, w.flushed, w.off-w.flushed)
-		}
+		written(w.f, w.flushed, w.off-w.flushed)
 		w.flushed = w.off
 	}
 }
 
-// writeback starts the writeback of bytes [off, off+n) of f just written.
-// An output gathers its small writes first (atomicfile.DirtyRanges): a
-// sync_file_range per tensor of a few kilobytes costs more than it gains,
-// as each submits its own small disk write.
-func writeback(f OutputFile, off, n int64) {
-	if af, ok := f.(interface {
-		Dirty(off, n, step int64) (from, length int64, ok bool)
-	}); ok {
-		if from, length, due := af.Dirty(off, n, writebackStep); due {
-			startWriteback(f, from, length)
-		}
+// written tells f that bytes [off, off+n) were just written: an output that
+// tracks its writeback gathers them (atomicfile.Writeback); any other file
+// has their writeback started at once.
+func written(f OutputFile, off, n int64) {
+	if t, ok := f.(interface{ Written(off, n int64) }); ok {
+		t.Written(off, n)
 		return
 	}
-	startWriteback(f, off, n)
+	atomicfile.StartWriteback(f.Fd(), off, n)
 }

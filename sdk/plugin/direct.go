@@ -116,25 +116,33 @@ type directTarget struct {
 }
 
 // directFile is one of the sink's files as CopyToFile writes it from the
-// host. Like the sink's own output, it gathers small writes before their
-// writeback and keeps the source files of copies open until it closes.
+// host. Like the sink's own output, it hands what is written to the
+// kernel's writeback as it goes, and keeps the source files of copies open
+// until it closes.
 type directFile struct {
 	*os.File
-	fsyncs bool
-	atomicfile.DirtyRanges
-	hooks atomicfile.DoneHooks
+	fsyncs    bool // the sink syncs the file at Commit
+	writeback atomicfile.Writeback
+	hooks     atomicfile.DoneHooks
 }
 
-// Fsyncs reports whether the sink syncs the file at Commit.
-func (f *directFile) Fsyncs() bool { return f.fsyncs }
+// Written records that bytes [off, off+n) were just written, and hands
+// them to the kernel's writeback when the sink will sync the file.
+func (f *directFile) Written(off, n int64) {
+	if f.fsyncs {
+		f.writeback.Written(f.File, off, n)
+	}
+}
 
 // OnDone runs fn once the host closes the file, at the sink's Commit or
 // Abort; at once when it is closed.
 func (f *directFile) OnDone(fn func()) { f.hooks.OnDone(fn) }
 
-// close runs the OnDone functions and closes the file.
+// close runs the OnDone functions and closes the file, once its early
+// sync, if one runs, ended.
 func (f *directFile) close() {
 	f.hooks.End()
+	f.writeback.Wait()
 	f.File.Close()
 }
 
@@ -356,6 +364,11 @@ func (d *directWrites) send(batch []uint32) error {
 // the files. The caller closes the lane to stop waiting.
 func (d *directWrites) finish() error {
 	defer d.close()
+	if err := d.syncErr(); err != nil {
+		d.conn.Close() // the plugin reads a cancellation
+		<-d.ended
+		return err
+	}
 	sendErr := d.notify(0, 0, true)
 	if sendErr == nil {
 		d.ending.Store(true)
@@ -368,6 +381,22 @@ func (d *directWrites) finish() error {
 		return d.end // the plugin's reason comes first
 	}
 	return sendErr
+}
+
+// syncErr waits for the early syncs of the files (atomicfile.Writeback)
+// and returns the first error one met. The sink's Commit would not see it:
+// the kernel reports a failed writeback to one sync of the open file, and
+// the host's files are the sink's, passed over the lane.
+func (d *directWrites) syncErr() error {
+	for i, f := range d.files {
+		if err := f.writeback.Wait(); err != nil {
+			if atomicfile.IsNoSpace(err) {
+				return &atomicfile.NoSpaceError{Path: d.paths[i], Err: err}
+			}
+			return fmt.Errorf("syncing %s: %w", d.paths[i], err)
+		}
+	}
+	return nil
 }
 
 // close closes the lane, which the plugin reads as a cancellation, and the

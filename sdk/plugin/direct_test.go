@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -357,6 +358,36 @@ func TestDirectTargetsAreChecked(t *testing.T) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An early sync of a directly written file that fails is the host's error,
+// naming the output: the sink's own fsync of the same open file would not
+// see it. (A closed file's sync fails.)
+func TestDirectEarlySyncErrorNamesTheOutput(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("early syncs run where sync_file_range does")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	df := &directFile{File: f, fsyncs: true}
+	for off := int64(0); off < atomicfile.EarlySyncStep; off += atomicfile.WritebackStep {
+		df.Written(off, atomicfile.WritebackStep)
+	}
+	d := &directWrites{files: []*directFile{df}, paths: []string{"out/model.gguf"}}
+	if err := d.syncErr(); err == nil || !strings.Contains(err.Error(), "syncing out/model.gguf") {
+		t.Errorf("syncErr = %v, want the early sync's error naming out/model.gguf", err)
+	}
+	unsynced := &directFile{File: f} // the sink skips its fsync: no early syncs
+	for off := int64(0); off < atomicfile.EarlySyncStep; off += atomicfile.WritebackStep {
+		unsynced.Written(off, atomicfile.WritebackStep)
+	}
+	d.files = []*directFile{unsynced}
+	if err := d.syncErr(); err != nil {
+		t.Errorf("syncErr of a file not synced = %v, want nil", err)
 	}
 }
 
