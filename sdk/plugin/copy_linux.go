@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
@@ -35,20 +36,21 @@ func copyFileRange(dst OutputFile, off int64, ref tensor.FileRef) error {
 		return err
 	}
 	defer done()
-	return writeTurns.copyInTurn(dst, &copyJob{src: src, path: ref.Path, srcOff: int64(ref.Offset), off: off, n: int64(ref.Length)})
+	job := &writeJob{off: off, n: int64(ref.Length), src: src, path: ref.Path, srcOff: int64(ref.Offset)}
+	writeTurns.inTurn(dst, job)
+	return job.err
 }
 
-// makeCopies makes jobs, which lie end to end in dst and in one source
-// file, with as few copy_file_range calls as it can, and sets each job's
-// err. Once a call fails, each job not yet whole is made on its own, so
-// that its error is its own.
-func makeCopies(dst OutputFile, jobs []*copyJob) {
-	first := jobs[0]
+// makeCopies makes jobs, copies that lie end to end in dst and in one
+// source file, with as few copy_file_range calls as it can, and sets each
+// job's err. Once a call fails, each job not yet whole is copied on its
+// own, so that its error is its own.
+func makeCopies(dst OutputFile, jobs []*writeJob) {
+	first, last := jobs[0], jobs[len(jobs)-1]
 	if len(jobs) == 1 {
-		first.err = copyRange(dst, first, first.srcOff, first.off, first.n)
+		first.err = copyRange(dst, first)
 		return
 	}
-	last := jobs[len(jobs)-1]
 	total := last.off + last.n - first.off
 	roff, woff := first.srcOff, first.off
 	left := total
@@ -59,21 +61,20 @@ func makeCopies(dst OutputFile, jobs []*copyJob) {
 		}
 		left -= int64(n)
 	}
-	copied := total - left
 	for _, j := range jobs {
-		if j.off+j.n-first.off > copied {
-			j.err = copyRange(dst, j, j.srcOff, j.off, j.n)
+		if j.off+j.n-first.off > total-left {
+			j.err = copyRange(dst, j)
 		}
 	}
 }
 
-// copyRange copies n bytes of job's source from roff to woff in dst.
-func copyRange(dst OutputFile, job *copyJob, roff, woff, n int64) error {
-	left := n
+// copyRange makes the copy job on its own.
+func copyRange(dst OutputFile, job *writeJob) error {
+	roff, woff, left := job.srcOff, job.off, job.n
 	for left > 0 {
 		c, err := copyStepOf(dst, job.src, &roff, &woff, left)
 		if err != nil {
-			if left == n && (err == unix.EXDEV || err == unix.ENOSYS || err == unix.EINVAL || err == unix.EOPNOTSUPP) {
+			if left == job.n && (err == unix.EXDEV || err == unix.ENOSYS || err == unix.EINVAL || err == unix.EOPNOTSUPP) {
 				return errUnsupported
 			}
 			return fmt.Errorf("copying %s [%d, +%d): %w", job.path, job.srcOff, job.n, err)
@@ -85,6 +86,46 @@ func copyRange(dst OutputFile, job *copyJob, roff, woff, n int64) error {
 	}
 	return nil
 }
+
+// writeVectored writes the bytes of jobs, which lie end to end, with
+// pwritev calls, when dst's writes are its file's (an *os.File, an
+// *atomicfile.File, the host's view of a sink's file), and returns how many
+// jobs from the first it wrote whole.
+func writeVectored(dst OutputFile, jobs []*writeJob) int {
+	switch dst.(type) {
+	case *os.File, *atomicfile.File, *directFile:
+	default:
+		return 0 // its WriteAt may do more
+	}
+	bufs := make([][]byte, len(jobs))
+	for i, j := range jobs {
+		bufs[i] = j.data
+	}
+	off := jobs[0].off
+	for len(bufs) > 0 {
+		n, err := pwritevCall(int(dst.Fd()), bufs, off)
+		if err != nil || n <= 0 {
+			break
+		}
+		off += int64(n)
+		for n > 0 && len(bufs) > 0 {
+			if n < len(bufs[0]) {
+				bufs[0] = bufs[0][n:]
+				break
+			}
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+	}
+	whole := len(jobs) - len(bufs)
+	for _, j := range jobs[:whole] {
+		j.written = len(j.data)
+	}
+	return whole
+}
+
+// pwritevCall is pwritev; tests count the calls.
+var pwritevCall = unix.Pwritev
 
 // copyStepOf makes one copy_file_range call of at most copyStep of the left
 // bytes, holding a slot of kernelCopies.

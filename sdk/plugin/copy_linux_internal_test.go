@@ -45,7 +45,7 @@ func randomFile(t *testing.T, dir, name string, n int) (string, []byte) {
 // copyWaiting starts a CopyToFile of each reference into out at its
 // offset, each waiting for the turn the test holds, and returns a function
 // that waits for their errors.
-func copyWaiting(t *testing.T, out *os.File, offs []int64, refs []tensor.FileRef) func() []error {
+func copyWaiting(t *testing.T, out OutputFile, offs []int64, refs []tensor.FileRef) func() []error {
 	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
 	before := waiters(writeTurns, out)
@@ -66,10 +66,10 @@ func copyWaiting(t *testing.T, out *os.File, offs []int64, refs []tensor.FileRef
 func TestWaitingCopiesAreMadeTogether(t *testing.T) {
 	dir := t.TempDir()
 	src, data := randomFile(t, dir, "src", 64<<10)
-	out := tempOutput(t, "out")
+	out := newGatedOutput(t)
 	calls := countCopyCalls(t)
 
-	release := writeTurns.take(out, 0)
+	release := holdTurn(t, writeTurns, out, 0)
 	var offs []int64
 	var refs []tensor.FileRef
 	for i := range 8 {
@@ -77,19 +77,19 @@ func TestWaitingCopiesAreMadeTogether(t *testing.T) {
 		refs = append(refs, tensor.FileRef{Path: src, Offset: uint64(1000 + i*4096), Length: 4096})
 	}
 	wait := copyWaiting(t, out, offs, refs)
-	firstWrite := make(chan []byte)
-	go func() { // a write of lower offset, after the copies queued
-		done := writeTurns.take(out, 4096)
-		seen := make([]byte, 32<<10)
-		out.ReadAt(seen, 8192)
-		out.WriteAt([]byte("header"), 4096)
-		done()
-		firstWrite <- seen
-	}()
-	testwait.Until(t, "the write waiting for its turn", func() bool { return waiters(writeTurns, out) == 9 })
+	seen := make([]byte, 32<<10)
+	out.during = func(off int64) {
+		if off == 4096 {
+			out.ReadAt(seen, 8192)
+		}
+	}
+	waitWrite := writeWaiting(t, writeTurns, out, 4096) // of lower offset, after the copies queued
 	release()
-	if seen := <-firstWrite; !bytes.Equal(seen, make([]byte, len(seen))) {
-		t.Error("copies of higher offset were made before the write of lower offset had its turn")
+	if j := waitWrite()[0]; j.err != nil || j.written != 1 {
+		t.Errorf("the write at 4096: %d bytes, %v", j.written, j.err)
+	}
+	if !bytes.Equal(seen, make([]byte, len(seen))) {
+		t.Error("copies of higher offset were made before the write of lower offset")
 	}
 	for i, err := range wait() {
 		if err != nil {
@@ -116,10 +116,10 @@ func TestWaitingCopiesFailOnTheirOwn(t *testing.T) {
 	dir := t.TempDir()
 	short, shortData := randomFile(t, dir, "short", 3<<10)
 	other, otherData := randomFile(t, dir, "other", 8<<10)
-	out := tempOutput(t, "out")
+	out := newGatedOutput(t)
 	calls := countCopyCalls(t)
 
-	release := writeTurns.take(out, 0)
+	release := holdTurn(t, writeTurns, out, 0)
 	const k = 1 << 10
 	offs := []int64{1 * k, 2 * k, 3 * k, 5 * k, 6 * k, 20 * k}
 	refs := []tensor.FileRef{
@@ -153,5 +153,52 @@ func TestWaitingCopiesFailOnTheirOwn(t *testing.T) {
 	// fourth again on their own (1 KiB then nothing; nothing), other's two.
 	if n := calls.Load(); n != 2+3+2 {
 		t.Errorf("%d copy_file_range calls, want 7", n)
+	}
+}
+
+// Writes of bytes that wait for a turn to write a file, end to end, are
+// made in one pwritev by the writer whose turn ends.
+func TestWaitingWritesAreMadeTogether(t *testing.T) {
+	src, _ := randomFile(t, t.TempDir(), "src", 4096)
+	out := tempOutput(t, "out")
+	var writes atomic.Int32
+	oldPwritev := pwritevCall
+	pwritevCall = func(fd int, iovs [][]byte, off int64) (int, error) {
+		writes.Add(1)
+		return oldPwritev(fd, iovs, off)
+	}
+	t.Cleanup(func() { pwritevCall = oldPwritev })
+	gate := make(chan struct{})
+	oldCopy := copyFileRangeCall
+	copyFileRangeCall = func(rfd int, roff *int64, wfd int, woff *int64, n int, flags int) (int, error) {
+		<-gate // the copy holds the turn
+		return oldCopy(rfd, roff, wfd, woff, n, flags)
+	}
+	t.Cleanup(func() { copyFileRangeCall = oldCopy })
+
+	holder := make(chan error)
+	go func() { holder <- CopyToFile(out, 0, FileData(tensor.FileRef{Path: src, Length: 4096})) }()
+	testwait.Until(t, "the copy holding the turn", func() bool { return turnHeld(writeTurns, out) })
+	var offs []int64
+	for i := range 8 {
+		offs = append(offs, int64(4096+i))
+	}
+	wait := writeWaiting(t, writeTurns, out, offs...)
+	close(gate)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range wait() {
+		if !j.made || j.err != nil || j.written != 1 {
+			t.Errorf("the write at %d: made %v, %d bytes, %v", j.off, j.made, j.written, j.err)
+		}
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d pwritev calls for 8 writes end to end, want 1", n)
+	}
+	got := make([]byte, 8)
+	out.ReadAt(got, 4096)
+	if want := []byte{0, 1, 2, 3, 4, 5, 6, 7}; !bytes.Equal(got, want) {
+		t.Errorf("bytes %v written, want %v", got, want)
 	}
 }

@@ -118,9 +118,9 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 	if w.off+int64(len(p)) > w.limit {
 		return 0, fmt.Errorf("tensor data is longer than its declared size")
 	}
-	release := writeTurns.take(w.f, w.off)
-	n, err := w.f.WriteAt(p, w.off)
-	release()
+	job := &writeJob{off: w.off, n: int64(len(p)), data: p}
+	writeTurns.inTurn(w.f, job)
+	n, err := job.written, job.err
 	w.off += int64(n)
 	if w.off-w.flushed >= atomicfile.WritebackStep {
 		w.writeback()

@@ -24,12 +24,12 @@ import (
 // waits for them and then hashes most of the file after the last write.
 // Writes to different files still run at once.
 //
-// A copy of a file reference waiting for its turn (copyInTurn) lets the
-// holder of the turn make it: when a turn ends and the writes of lowest
-// offset waiting are copies, the goroutine ending it makes them, those that
-// lie end to end in the output and in one source in one copy_file_range,
+// A write waiting for its turn lets the holder of the turn make it: when a
+// turn ends, the goroutine ending it makes the writes of lowest offset
+// waiting, those that lie end to end in the output in one system call (one
+// copy_file_range for copies from one source, one pwritev for bytes),
 // before it hands the turn on. A model of tens of thousands of small
-// tensors was otherwise copied one goroutine switch and one system call a
+// tensors was otherwise written one goroutine switch and one system call a
 // tensor, the next writer woken only once the last was done.
 var writeTurns = &turnTable{files: map[OutputFile][]turnWaiter{}}
 
@@ -42,84 +42,69 @@ type turnTable struct {
 }
 
 type turnWaiter struct {
-	off  int64
-	wake chan struct{}
-	job  *copyJob // a copy the holder may make for the waiter; nil for other writes
+	job  *writeJob
+	wake chan struct{} // closed once job is made, or the turn is the waiter's
 }
 
-// copyJob is a copy of a file reference into an output: n bytes from src at
-// srcOff to off.
-type copyJob struct {
+// writeJob is one write into an output at off: data, or a copy of n bytes
+// of the file src from srcOff when data is nil.
+type writeJob struct {
+	off  int64
+	n    int64
+	data []byte
+
 	src    *os.File
 	path   string // src's
 	srcOff int64
-	off    int64
-	n      int64
 
-	made bool  // the holder of a turn made it; err is its outcome
-	err  error // errUnsupported when copy_file_range cannot copy it
+	made    bool  // the holder of a turn made it; written and err are its outcome
+	written int   // bytes of data written
+	err     error // errUnsupported when copy_file_range cannot copy it
 }
 
-// follows reports whether j starts where prev ends, in the output and in
-// the same source file.
-func (j *copyJob) follows(prev *copyJob) bool {
-	return j.path == prev.path && j.off == prev.off+prev.n && j.srcOff == prev.srcOff+prev.n
+// follows reports whether j starts where prev ends in the output, both
+// bytes or both copies from one source, where prev's source bytes end.
+func (j *writeJob) follows(prev *writeJob) bool {
+	if j.off != prev.off+prev.n || (j.data == nil) != (prev.data == nil) {
+		return false
+	}
+	return j.data != nil || j.path == prev.path && j.srcOff == prev.srcOff+prev.n
 }
 
-// Bounds of what the holder of a turn copies for waiters before it hands
-// the turn on: those that lie end to end in one call of at most copyRun
+// Bounds of what the holder of a turn writes for waiters before it hands
+// the turn on: those that lie end to end in one call of at most writeRun
 // bytes, and at most servedJobs of them over the calls, so that its own
 // caller goes on.
 const (
-	copyRun    = 8 << 20
+	writeRun   = 8 << 20
 	servedJobs = 256
 )
 
-// take waits for the turn to write f at off and returns the function that
-// ends it.
-func (t *turnTable) take(f OutputFile, off int64) (release func()) {
-	t.mu.Lock()
-	waiting, busy := t.files[f]
-	if !busy {
-		t.files[f] = nil
-		t.mu.Unlock()
-		return func() { t.pass(f) }
-	}
-	t.waitLocked(f, waiting, turnWaiter{off: off, wake: make(chan struct{})})
-	return func() { t.pass(f) }
-}
-
-// waitLocked queues w among f's waiting writes, by offset, unlocks t and
-// waits until w is woken.
-func (t *turnTable) waitLocked(f OutputFile, waiting []turnWaiter, w turnWaiter) {
-	i, _ := slices.BinarySearchFunc(waiting, w.off, func(w turnWaiter, off int64) int { return cmp.Compare(w.off, off) })
-	t.files[f] = slices.Insert(waiting, i, w)
-	t.mu.Unlock()
-	<-w.wake
-}
-
-// copyInTurn makes job in its turn, or has the holder of the turn make it
-// (see writeTurns), and returns its outcome.
-func (t *turnTable) copyInTurn(f OutputFile, job *copyJob) error {
+// inTurn makes job in its turn to write f, or has the holder of the turn
+// make it (see writeTurns). Its outcome is in job.
+func (t *turnTable) inTurn(f OutputFile, job *writeJob) {
 	t.mu.Lock()
 	if waiting, busy := t.files[f]; busy {
-		t.waitLocked(f, waiting, turnWaiter{off: job.off, wake: make(chan struct{}), job: job})
+		w := turnWaiter{job: job, wake: make(chan struct{})}
+		i, _ := slices.BinarySearchFunc(waiting, job.off, func(w turnWaiter, off int64) int { return cmp.Compare(w.job.off, off) })
+		t.files[f] = slices.Insert(waiting, i, w)
+		t.mu.Unlock()
+		<-w.wake
 		if job.made {
-			return job.err
+			return
 		}
 	} else {
 		t.files[f] = nil
 		t.mu.Unlock()
 	}
 	defer t.pass(f)
-	makeCopies(f, []*copyJob{job})
-	return job.err
+	makeJobs(f, []*writeJob{job})
 }
 
-// pass makes the copies of lowest offset waiting for f's turn, as many as
+// pass makes the writes of lowest offset waiting for f's turn, as many as
 // the bounds allow, then hands the turn to the next waiter, or frees it.
 func (t *turnTable) pass(f OutputFile) {
-	var run []*copyJob
+	var run []*writeJob
 	var woken []chan struct{}
 	for served := 0; ; served += len(run) {
 		t.mu.Lock()
@@ -129,7 +114,7 @@ func (t *turnTable) pass(f OutputFile) {
 			t.mu.Unlock()
 			return
 		}
-		if waiting[0].job == nil || served >= servedJobs {
+		if served >= servedJobs {
 			t.files[f] = waiting[1:]
 			t.mu.Unlock()
 			close(waiting[0].wake)
@@ -138,7 +123,7 @@ func (t *turnTable) pass(f OutputFile) {
 		run, woken = run[:0], woken[:0]
 		size := int64(0)
 		for _, w := range waiting {
-			if w.job == nil || len(run) > 0 && (!w.job.follows(run[len(run)-1]) || size+w.job.n > copyRun) {
+			if len(run) > 0 && (!w.job.follows(run[len(run)-1]) || size+w.job.n > writeRun) {
 				break
 			}
 			run, woken = append(run, w.job), append(woken, w.wake)
@@ -146,10 +131,28 @@ func (t *turnTable) pass(f OutputFile) {
 		}
 		t.files[f] = waiting[len(run):]
 		t.mu.Unlock()
-		makeCopies(f, run)
+		makeJobs(f, run)
 		for i, j := range run {
 			j.made = true
 			close(woken[i])
 		}
+	}
+}
+
+// makeJobs makes jobs, which lie end to end in dst, all bytes or all copies
+// from one source, with as few system calls as it can, and sets each job's
+// outcome. Once a call fails, each job not yet whole is made on its own, so
+// that its error is its own.
+func makeJobs(dst OutputFile, jobs []*writeJob) {
+	if jobs[0].data == nil {
+		makeCopies(dst, jobs)
+		return
+	}
+	whole := 0
+	if len(jobs) > 1 {
+		whole = writeVectored(dst, jobs)
+	}
+	for _, j := range jobs[whole:] {
+		j.written, j.err = dst.WriteAt(j.data, j.off)
 	}
 }
