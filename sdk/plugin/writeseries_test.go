@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/sluice-ml/sluice/internal/testwait"
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -439,7 +440,7 @@ func (w *gatheredWrites) start(t *testing.T, sk *remoteSink, arrived func() int,
 			w.errs[name] = err
 			w.mu.Unlock()
 		})
-		waitFor(t, func() bool { return arrived() > before })
+		testwait.Until(t, "the write arriving", func() bool { return arrived() > before })
 	}
 }
 
@@ -470,15 +471,6 @@ func queued(sk *remoteSink) func() int {
 
 // held counts the writes the sink holds at its gate.
 func held(rec *recordSink) func() int { return func() int { return int(rec.waiting.Load()) } }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
-}
 
 // Small writes that come while messages are in flight wait, and go out
 // together in the next message: of file references, and (protocol 1.4) of
