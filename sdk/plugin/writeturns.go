@@ -73,11 +73,16 @@ func (j *writeJob) follows(prev *writeJob) bool {
 
 // Bounds of what the holder of a turn writes for waiters before it hands
 // the turn on: those that lie end to end in one call of at most writeRun
-// bytes, and at most servedJobs of them over the calls, so that its own
-// caller goes on.
+// bytes, and at most servedJobs of them, of servedBytes in all, so that its
+// own caller goes on. A write larger than what is left of servedBytes is
+// left to its own goroutine: for a tensor of megabytes, waking it costs
+// little against its write, while its holder would otherwise tell the sink
+// of its own write (which a digest following the writes waits for) only
+// once the other is done.
 const (
-	writeRun   = 8 << 20
-	servedJobs = 256
+	writeRun    = 8 << 20
+	servedJobs  = 256
+	servedBytes = 4 << 20
 )
 
 // inTurn makes job in its turn to write f, or has the holder of the turn
@@ -102,11 +107,13 @@ func (t *turnTable) inTurn(f OutputFile, job *writeJob) {
 }
 
 // pass makes the writes of lowest offset waiting for f's turn, as many as
-// the bounds allow, then hands the turn to the next waiter, or frees it.
+// the bounds allow (servedJobs, servedBytes), then hands the turn to the
+// next waiter, or frees it.
 func (t *turnTable) pass(f OutputFile) {
 	var run []*writeJob
 	var woken []chan struct{}
-	for served := 0; ; served += len(run) {
+	served, bytes := 0, int64(0)
+	for ; ; served += len(run) {
 		t.mu.Lock()
 		waiting := t.files[f]
 		if len(waiting) == 0 {
@@ -114,7 +121,7 @@ func (t *turnTable) pass(f OutputFile) {
 			t.mu.Unlock()
 			return
 		}
-		if served >= servedJobs {
+		if served >= servedJobs || bytes+waiting[0].job.n > servedBytes {
 			t.files[f] = waiting[1:]
 			t.mu.Unlock()
 			close(waiting[0].wake)
@@ -123,12 +130,13 @@ func (t *turnTable) pass(f OutputFile) {
 		run, woken = run[:0], woken[:0]
 		size := int64(0)
 		for _, w := range waiting {
-			if len(run) > 0 && (!w.job.follows(run[len(run)-1]) || size+w.job.n > writeRun) {
+			if len(run) > 0 && (!w.job.follows(run[len(run)-1]) || size+w.job.n > writeRun || served+len(run) >= servedJobs || bytes+size+w.job.n > servedBytes) {
 				break
 			}
 			run, woken = append(run, w.job), append(woken, w.wake)
 			size += w.job.n
 		}
+		bytes += size
 		t.files[f] = waiting[len(run):]
 		t.mu.Unlock()
 		makeJobs(f, run)

@@ -181,3 +181,32 @@ func TestWriteTurnsNeverOverlap(t *testing.T) {
 		t.Errorf("%d writes made, want 400", n)
 	}
 }
+
+// The holder of a turn makes small writes waiting for it, and hands the
+// turn to a write larger than what is left of servedBytes, which its own
+// goroutine makes.
+func TestWriteTurnsLeaveLargeWritesToTheirOwn(t *testing.T) {
+	turns, g := newTurnTable(), newGatedOutput(t)
+	release := holdTurn(t, turns, g, 0)
+	wait := writeWaiting(t, turns, g, 10, 20)
+	big := &writeJob{off: 30, n: servedBytes, data: make([]byte, servedBytes)}
+	done := make(chan struct{})
+	go func() {
+		turns.inTurn(g, big)
+		close(done)
+	}()
+	testwait.Until(t, "the large write waiting", func() bool { return waiters(turns, g) == 3 })
+	release()
+	<-done
+	for _, j := range wait() {
+		if !j.made {
+			t.Errorf("the small write at %d was not made by the holder of the turn", j.off)
+		}
+	}
+	if big.made || big.err != nil || big.written != servedBytes {
+		t.Errorf("the large write: made by the holder %v, %d bytes, %v; want made by its own goroutine, whole", big.made, big.written, big.err)
+	}
+	if got, want := g.written(), []int64{0, 10, 20, 30}; !slices.Equal(got, want) {
+		t.Errorf("writes went to offsets %v, want %v", got, want)
+	}
+}
