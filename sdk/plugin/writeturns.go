@@ -72,15 +72,13 @@ func (j *writeJob) follows(prev *writeJob) bool {
 }
 
 // Bounds of what the holder of a turn writes for waiters before it hands
-// the turn on: those that lie end to end in one call of at most writeRun
-// bytes, and at most servedJobs of them, of servedBytes in all, so that its
+// the turn on: at most servedJobs writes, of servedBytes in all, so that its
 // own caller goes on. A write larger than what is left of servedBytes is
 // left to its own goroutine: for a tensor of megabytes, waking it costs
 // little against its write, while its holder would otherwise tell the sink
 // of its own write (which a digest following the writes waits for) only
 // once the other is done.
 const (
-	writeRun    = 8 << 20
 	servedJobs  = 256
 	servedBytes = 4 << 20
 )
@@ -128,15 +126,13 @@ func (t *turnTable) pass(f OutputFile) {
 			return
 		}
 		run, woken = run[:0], woken[:0]
-		size := int64(0)
 		for _, w := range waiting {
-			if len(run) > 0 && (!w.job.follows(run[len(run)-1]) || size+w.job.n > writeRun || served+len(run) >= servedJobs || bytes+size+w.job.n > servedBytes) {
+			if len(run) > 0 && (!w.job.follows(run[len(run)-1]) || served+len(run) >= servedJobs || bytes+w.job.n > servedBytes) {
 				break
 			}
 			run, woken = append(run, w.job), append(woken, w.wake)
-			size += w.job.n
+			bytes += w.job.n
 		}
-		bytes += size
 		t.files[f] = waiting[len(run):]
 		t.mu.Unlock()
 		makeJobs(f, run)
