@@ -192,13 +192,13 @@ func (f *File) Commit() error {
 		hashed = make(chan error, 1)
 		go func() { hashed <- f.dig.Finish(st.Size()) }()
 	}
-	early := f.writeback.Wait()
-	if !f.noFsync {
-		if early != nil {
-			return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, early)))
+	// An early sync's error first: the final fsync would not report it.
+	if err := f.writeback.Wait(); !f.noFsync {
+		if err == nil {
+			err = fsync(f.File)
 		}
-		if err := fsync(f.File); err != nil {
-			return fail(wrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
+		if err != nil {
+			return fail(WrapNoSpace(f.final, fmt.Errorf("syncing %s: %w", f.final, err)))
 		}
 	}
 	if hashed != nil {
@@ -243,9 +243,8 @@ func (f *File) SkipFsync() {
 	f.mu.Unlock()
 }
 
-// Fsyncs reports whether Commit will sync the file: writers use it to hand
-// written ranges to the kernel's writeback early only when a sync will wait
-// for them.
+// Fsyncs reports whether Commit will sync the file; Written hands written
+// bytes to the kernel's writeback only then.
 func (f *File) Fsyncs() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -338,7 +337,9 @@ func AbortAll(files ...*File) error {
 	return first
 }
 
-func wrapNoSpace(path string, err error) error {
+// WrapNoSpace returns err as a *NoSpaceError for the output path when it is
+// a full disk or a file size limit, and err itself otherwise.
+func WrapNoSpace(path string, err error) error {
 	if IsNoSpace(err) {
 		return &NoSpaceError{Path: path, Err: err}
 	}

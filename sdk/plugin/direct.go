@@ -284,10 +284,7 @@ func (d *directWrites) write(ctx context.Context, name string, t *directTarget, 
 	}
 	if err := CopyToFile(d.files[t.file], int64(t.offset), data); err != nil {
 		t.written.Store(false)
-		if atomicfile.IsNoSpace(err) {
-			return &atomicfile.NoSpaceError{Path: path, Err: err}
-		}
-		return fmt.Errorf("tensor %q at offset %d of %s: %w", name, t.offset, path, err)
+		return atomicfile.WrapNoSpace(path, fmt.Errorf("tensor %q at offset %d of %s: %w", name, t.offset, path, err))
 	}
 	return d.notify(t.index, t.size, false)
 }
@@ -390,10 +387,7 @@ func (d *directWrites) finish() error {
 func (d *directWrites) syncErr() error {
 	for i, f := range d.files {
 		if err := f.writeback.Wait(); err != nil {
-			if atomicfile.IsNoSpace(err) {
-				return &atomicfile.NoSpaceError{Path: d.paths[i], Err: err}
-			}
-			return fmt.Errorf("syncing %s: %w", d.paths[i], err)
+			return atomicfile.WrapNoSpace(d.paths[i], fmt.Errorf("syncing %s: %w", d.paths[i], err))
 		}
 	}
 	return nil
