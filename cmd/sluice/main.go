@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/internal/hugeheap"
 	_ "github.com/sluice-ml/sluice/internal/warmstart" // the binary's pages mapped at once as it starts, plugins too
 	"github.com/sluice-ml/sluice/sdk/bytesize"
 	"github.com/sluice-ml/sluice/sdk/plugin"
@@ -142,8 +143,15 @@ func (a *app) budget() (slots int, heap uint64, err error) {
 	return slots, heap, nil
 }
 
+// heapReserve is how much of the heap a command that plans or runs a
+// pipeline, and a built-in plugin process, back with huge pages as they
+// start (internal/hugeheap): about what sluice and each plugin allocate for
+// a model of 20,000 tensors.
+const heapReserve = 64 << 20
+
 // newHost creates the arena and the plugin host.
 func (a *app) newHost() (*host.Host, *plugin.Arena, uint64, error) {
+	_ = hugeheap.Reserve(heapReserve) // an old kernel's refusal changes nothing
 	slots, heap, err := a.budget()
 	if err != nil {
 		return nil, nil, 0, err

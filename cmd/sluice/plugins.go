@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-ml/sluice/core/host"
+	"github.com/sluice-ml/sluice/internal/hugeheap"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
 
@@ -164,6 +165,7 @@ func (a *app) pluginServeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, b := range builtins {
 				if b.Name == args[0] {
+					_ = hugeheap.Reserve(heapReserve)
 					plugin.Serve(b.New())
 					return nil
 				}
