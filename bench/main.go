@@ -108,6 +108,9 @@ func (c *common) newSuite(size uint64) (*suite, error) {
 		bin := filepath.Join(c.dir, "bin", "sluice")
 		fmt.Fprintln(os.Stderr, "bench: building", bin)
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sluice")
+		// The build docs/cli.md recommends: static, so that every process
+		// (sluice and each plugin it starts) skips the dynamic loader.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("building sluice (run from the repository root, or pass -sluice): %w", err)
