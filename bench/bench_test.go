@@ -172,3 +172,31 @@ func TestKernelRateCountsTheConvertingThreads(t *testing.T) {
 		t.Error("an unknown dtype was timed")
 	}
 }
+
+func TestRoundsAlternateTheModesOfAScenario(t *testing.T) {
+	cp := &item{name: "cp"}
+	op := &item{name: "st", mode: "out of process"}
+	ip := &item{name: "st", mode: "in-process"}
+	op.twin = ip
+	kernel := &item{name: "sha256"}
+	items := []*item{cp, op, ip, kernel}
+	names := func(order []*item) string {
+		var b strings.Builder
+		for _, it := range order {
+			b.WriteString(it.name + "/" + it.mode + " ")
+		}
+		return b.String()
+	}
+	for r, want := range []string{
+		"cp/ st/out of process st/in-process sha256/ ",
+		"cp/ st/in-process st/out of process sha256/ ",
+		"cp/ st/out of process st/in-process sha256/ ",
+	} {
+		if got := names(roundOrder(items, r)); got != want {
+			t.Errorf("round %d: %s, want %s", r, got, want)
+		}
+	}
+	if items[1] != op || items[2] != ip {
+		t.Error("roundOrder reordered the suite's own list")
+	}
+}
