@@ -5,16 +5,14 @@ package hugeheap
 import (
 	"runtime"
 	"runtime/debug"
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // hugePage is the size of an x86-64 or arm64 (4 KiB granule) huge page;
 // advice on a range that holds none changes nothing.
 const hugePage = 2 << 20
-
-// madvHugePage is MADV_HUGEPAGE.
-const madvHugePage = 14
 
 // Reserve makes the runtime map size more bytes of heap at once and advises
 // the kernel to back them with huge pages. The bytes are free for the next
@@ -41,9 +39,7 @@ func reserve(size int) (from, end uintptr, err error) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(block)))
 	from = (start + hugePage - 1) &^ (hugePage - 1)
 	end = (start + uintptr(size)) &^ (hugePage - 1)
-	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, from, end-from, madvHugePage); errno != 0 {
-		err = errno
-	}
+	err = unix.Madvise(block[from-start:end-start], unix.MADV_HUGEPAGE)
 	runtime.KeepAlive(block)
 	return from, end, err
 }
