@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/internal/hugeheap"
+	"github.com/sluice-ml/sluice/internal/standby"
 	_ "github.com/sluice-ml/sluice/internal/warmstart" // the binary's pages mapped at once as it starts, plugins too
 	"github.com/sluice-ml/sluice/sdk/bytesize"
 	"github.com/sluice-ml/sluice/sdk/plugin"
@@ -46,7 +47,26 @@ type app struct {
 }
 
 func main() {
-	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runMain(awaitIfStandby(os.Args[1:]), os.Stdout, os.Stderr))
+}
+
+// awaitIfStandby returns args, or, in a process a host started ahead
+// (internal/standby), initialised and now waiting, the command line the
+// host sends when it needs a plugin served. Such a process exits when its
+// host ends without needing it.
+func awaitIfStandby(args []string) []string {
+	if !standby.IsChild(args) {
+		return args
+	}
+	args, err := standby.Await()
+	if errors.Is(err, standby.ErrNotNeeded) {
+		os.Exit(exitOK)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice plugin standby:", err)
+		os.Exit(exitInternal)
+	}
+	return args
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
@@ -169,6 +189,7 @@ func (a *app) newHost() (*host.Host, *plugin.Arena, uint64, error) {
 		InProcess:  a.inProcess,
 		Arena:      arena,
 		PluginPath: host.SearchPath(os.Getenv(host.PluginPathEnv)),
+		Ahead:      aheadProcesses{},
 		Timeout:    timeout,
 	})
 	return h, arena, heap, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/host"
 	"github.com/sluice-ml/sluice/internal/refdata"
+	"github.com/sluice-ml/sluice/internal/standby"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -21,6 +22,10 @@ import (
 // plugins are served by re-executing os.Executable() as
 // `plugin serve NAME`, which lands here.
 func TestMain(m *testing.M) {
+	if standby.IsChild(os.Args[1:]) {
+		// A process started ahead by a run of this binary as the CLI.
+		os.Exit(runMain(awaitIfStandby(os.Args[1:]), os.Stdout, os.Stderr))
+	}
 	if os.Getenv(plugin.Handshake.MagicCookieKey) != "" && len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}

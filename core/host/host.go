@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/transform"
+	"github.com/sluice-ml/sluice/internal/pluginenv"
 	"github.com/sluice-ml/sluice/sdk/detached"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
@@ -50,10 +51,25 @@ type Options struct {
 	PluginPath []string
 	// Pins maps a plugin name to the hex sha256 its binary must have.
 	Pins map[string]string
+	// Ahead, when set, hands out processes of Executable started before
+	// the host knew which plugins it needs; built-in plugins are served
+	// by them first.
+	Ahead Ahead
 	// Timeout stops a plugin process that makes no progress for that long
 	// (see plugin.LaunchConfig.Timeout): zero means plugin.DefaultTimeout,
 	// negative never.
 	Timeout time.Duration
+}
+
+// Ahead hands out plugin processes started before the host knew which
+// plugins it needs (cmd/sluice starts them as it starts: internal/standby).
+type Ahead interface {
+	// Take returns the LaunchConfig.Start that tells a process of the
+	// binary at exe, started ahead and not yet taken, the command of a
+	// built-in plugin; or nil, when there is none.
+	Take(exe string) func(cmd *exec.Cmd) (plugin.Process, error)
+	// Release ends the processes no plugin took.
+	Release()
 }
 
 // PluginPathEnv names the environment variable listing plugin directories.
@@ -93,6 +109,10 @@ func New(opts Options) *Host {
 // waits for its process to exit (a few milliseconds), and those waits need
 // not follow each other.
 func (h *Host) Close() error {
+	if h.opts.Ahead != nil {
+		// Processes started ahead that no plugin took are not needed now.
+		h.opts.Ahead.Release()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var wg sync.WaitGroup
@@ -263,8 +283,14 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 			}
 		}
 		cmd := exec.Command(exe, "plugin", "serve", name)
-		cmd.Env = pluginEnv()
-		return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q", name), SHA256: h.pin(name), Timeout: h.opts.Timeout, HostTLS: true})
+		cmd.Env = pluginenv.Environ()
+		cfg := plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q", name), SHA256: h.pin(name), Timeout: h.opts.Timeout, HostTLS: true}
+		if h.opts.Ahead != nil {
+			// A process of this binary started ahead, initialised and
+			// waiting: told the command, it serves the plugin sooner.
+			cfg.Start = h.opts.Ahead.Take(exe)
+		}
+		return plugin.Launch(cfg)
 	}
 	h.scan()
 	h.mu.Lock()
@@ -274,7 +300,7 @@ func (h *Host) start(name string) (plugin.Instance, error) {
 		return nil, fmt.Errorf("no plugin named %q: not built in, and no %s%s on %s", name, BinaryPrefix, name, PluginPathEnv)
 	}
 	cmd := exec.Command(e.Path)
-	cmd.Env = pluginEnv()
+	cmd.Env = pluginenv.Environ()
 	return plugin.Launch(plugin.LaunchConfig{Cmd: cmd, Arena: h.opts.Arena, Label: fmt.Sprintf("plugin %q (%s)", name, e.Path), SHA256: h.pin(name), Timeout: h.opts.Timeout})
 }
 
@@ -291,20 +317,6 @@ func (h *Host) pin(name string) []byte {
 		return make([]byte, sha256.Size)
 	}
 	return b
-}
-
-// pluginEnv is the environment plugin processes get: enough to run, without
-// the caller's secrets (SLUICE_VAR_* values never reach a plugin).
-func pluginEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "USER", "GOCOVERDIR", "XDG_CONFIG_HOME":
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // scan finds the third-party plugin binaries on the plugin path, once,

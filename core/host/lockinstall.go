@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/sluice-ml/sluice/internal/pluginenv"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
@@ -85,7 +86,7 @@ func (h *Host) Install(src, dir string) (*Installed, error) {
 	}
 	want, _ := hex.DecodeString(sum)
 	cmd := exec.Command(src)
-	cmd.Env = pluginEnv()
+	cmd.Env = pluginenv.Environ()
 	c, err := plugin.Launch(plugin.LaunchConfig{Cmd: cmd, SHA256: want, Label: "plugin binary " + src, StartTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, err

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,12 +47,38 @@ type LaunchConfig struct {
 	// wait fails with a *HangError. Zero means DefaultTimeout; negative
 	// waits forever.
 	Timeout time.Duration
+	// Start, when set, starts the plugin's process in place of exec'ing
+	// Cmd: it is given Cmd complete (Args, the whole environment with the
+	// handshake's variables, ExtraFiles) and returns the running process,
+	// e.g. one started earlier that is told Cmd only now. An error that
+	// wraps ErrNotStarted says that no process ran, and Launch then
+	// exec's Cmd itself.
+	Start func(cmd *exec.Cmd) (Process, error)
 }
+
+// Process is a plugin process that LaunchConfig.Start started.
+type Process interface {
+	// Pid is the process's id.
+	Pid() int
+	// Stdout and Stderr are its standard output, which carries the
+	// handshake, and its standard error.
+	Stdout() io.ReadCloser
+	Stderr() io.ReadCloser
+	// Wait waits for the process to exit, as exec.Cmd.Wait.
+	Wait() error
+	// Kill kills it.
+	Kill() error
+}
+
+// ErrNotStarted, wrapped in the error of LaunchConfig.Start, says that no
+// process ran.
+var ErrNotStarted = errors.New("plugin process not started")
 
 // Client is a running plugin process. It implements Instance.
 type Client struct {
 	*rpcClient
 	gp      *goplugin.Client
+	started *startedProcess // when LaunchConfig.Start started it
 	stderr  *tail
 	exitLog *tail
 	label   string
@@ -67,6 +95,33 @@ type Client struct {
 // mutual TLS: go-plugin's AutoMTLS, or certificates the host issues when
 // HostTLS is set) and asks the plugin what it serves.
 func Launch(cfg LaunchConfig) (*Client, error) {
+	if cfg.Start != nil {
+		// Launch adds to the command's environment and files: a second
+		// attempt needs them as they were.
+		first := cfg
+		first.Cmd = cloneCmd(cfg.Cmd)
+		c, err := launch(first)
+		if !errors.Is(err, ErrNotStarted) {
+			return c, err
+		}
+		cfg.Start = nil
+	}
+	return launch(cfg)
+}
+
+// cloneCmd copies a command that has not run, with slices of its own.
+func cloneCmd(cmd *exec.Cmd) *exec.Cmd {
+	return &exec.Cmd{
+		Path:        cmd.Path,
+		Args:        slices.Clone(cmd.Args),
+		Env:         slices.Clone(cmd.Env),
+		Dir:         cmd.Dir,
+		ExtraFiles:  slices.Clone(cmd.ExtraFiles),
+		SysProcAttr: cmd.SysProcAttr,
+	}
+}
+
+func launch(cfg LaunchConfig) (*Client, error) {
 	label := cfg.Label
 	if label == "" {
 		label = "plugin " + cfg.Cmd.Path
@@ -126,8 +181,23 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		cmd.Env = append(cmd.Env, ht.env)
 		cc.AutoMTLS, cc.TLSConfig = false, ht.client
 	}
+	var sc *goplugin.SecureConfig
 	if cfg.SHA256 != nil {
-		cc.SecureConfig = &goplugin.SecureConfig{Checksum: cfg.SHA256, Hash: sha256.New()}
+		sc = &goplugin.SecureConfig{Checksum: cfg.SHA256, Hash: sha256.New()}
+	}
+	var started *startedProcess
+	if cfg.Start != nil {
+		// go-plugin checks the binary of the command it execs; here the
+		// process is started by cfg.Start, so Launch checks it.
+		if sc != nil {
+			if ok, err := sc.Check(cmd.Path); err != nil || !ok {
+				return nil, fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, cmd.Path)
+			}
+		}
+		started = &startedProcess{cmd: cmd, start: cfg.Start}
+		cc.Cmd, cc.RunnerFunc = nil, started.runner
+	} else {
+		cc.SecureConfig = sc
 	}
 	gp := goplugin.NewClient(cc)
 	rpc, err := gp.Client()
@@ -147,7 +217,7 @@ func Launch(cfg LaunchConfig) (*Client, error) {
 		return nil, fmt.Errorf("%s: %w%s", label, err, st.quote())
 	}
 	rc := raw.(*rpcClient)
-	c := &Client{rpcClient: rc, gp: gp, stderr: st, exitLog: exitLog, label: label, laneSocket: lanes}
+	c := &Client{rpcClient: rc, gp: gp, started: started, stderr: st, exitLog: exitLog, label: label, laneSocket: lanes}
 	rc.wrap = c.explain
 	switch {
 	case cfg.Timeout == 0:
@@ -214,6 +284,9 @@ func (c *Client) Exited() bool { return c.gp.Exited() }
 
 // Pid returns the plugin process id, or 0.
 func (c *Client) Pid() int {
+	if c.started != nil && c.started.process != nil {
+		return c.started.process.Pid()
+	}
 	if rc := c.gp.ReattachConfig(); rc != nil {
 		return rc.Pid
 	}
