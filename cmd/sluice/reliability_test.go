@@ -486,35 +486,42 @@ func TestKillAtRandomPoints(t *testing.T) {
 	}
 }
 
-// TestInterruptAbortsEveryOutput sends SIGINT to the process group, as
-// Ctrl-C in a terminal does, while sinks are writing: sluice aborts every
-// sink, removes every temporary file, stops its plugins and exits 130.
-func TestInterruptAbortsEveryOutput(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "out")
-	p := filepath.Join(dir, "pipeline.hcl")
+// startSlowRun starts `sluice run` on a pipeline of the shipped sample to a
+// sink that waits delay before each write and to a GGUF file, both under
+// out, with env added to the CLI's environment, and returns once both sinks
+// hold their temporary files.
+func startSlowRun(t *testing.T, out, delay string, env []string) *child {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(out), filepath.Base(out)+".hcl")
 	os.WriteFile(p, []byte(fmt.Sprintf(`
 source "safetensors" "hf" { path = %q }
 sink "slowsink" "slow" {
   input = source.hf
   path  = "%s/slow.bin"
-  delay = "200ms"
+  delay = %q
 }
 sink "gguf" "g" {
   input = source.hf
   path  = "%s/model.gguf"
 }
-`, filepath.Join(repoRoot(t), "testdata", "sample"), out, out)), 0o644)
-	c := startCLI(t, nil, "run", p, "--quiet")
-	// Wait until the sinks hold their temporary files.
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+`, filepath.Join(repoRoot(t), "testdata", "sample"), out, delay, out)), 0o644)
+	c := startCLI(t, env, "run", p, "--quiet")
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if _, temps := outputs(t, out); len(temps) >= 2 {
-			break
+			return c
 		}
-		if time.Now().After(end) {
+		if time.Now().After(end) || c.exited() {
 			t.Fatalf("the sinks never began; stderr:\n%s", c.stderr.String())
 		}
 	}
+}
+
+// TestInterruptAbortsEveryOutput sends SIGINT to the process group, as
+// Ctrl-C in a terminal does, while sinks are writing: sluice aborts every
+// sink, removes every temporary file, stops its plugins and exits 130.
+func TestInterruptAbortsEveryOutput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	c := startSlowRun(t, out, "200ms", nil)
 	plugins := c.plugins()
 	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
 	code := c.wait(t, 30*time.Second)

@@ -26,31 +26,9 @@ func TestRunServesItsPluginsFromProcessesStartedAhead(t *testing.T) {
 		t.Skip("no /proc to read command lines from")
 	}
 	dir := t.TempDir()
-	p := filepath.Join(dir, "pipeline.hcl")
 	run := func(out string, env []string) (cmdlines []string, files map[string][32]byte) {
 		t.Helper()
-		os.WriteFile(p, []byte(fmt.Sprintf(`
-source "safetensors" "hf" { path = %q }
-sink "slowsink" "slow" {
-  input = source.hf
-  path  = "%s/slow.bin"
-  delay = "50ms"
-}
-sink "gguf" "g" {
-  input = source.hf
-  path  = "%s/model.gguf"
-}
-`, filepath.Join(repoRoot(t), "testdata", "sample"), out, out)), 0o644)
-		c := startCLI(t, env, "run", p, "--quiet")
-		// The sinks hold their temporary files while the slow one writes.
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, temps := outputs(t, out); len(temps) >= 2 {
-				break
-			}
-			if time.Now().After(end) || c.exited() {
-				t.Fatalf("the sinks never began; stderr:\n%s", c.stderr.String())
-			}
-		}
+		c := startSlowRun(t, out, "50ms", env)
 		plugins := c.plugins()
 		for _, pid := range plugins {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

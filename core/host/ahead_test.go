@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -31,30 +30,11 @@ type startedAhead struct {
 	released int
 }
 
-type execProcess struct {
-	cmd            *exec.Cmd
-	stdout, stderr io.ReadCloser
-}
-
-func (p *execProcess) Pid() int              { return p.cmd.Process.Pid }
-func (p *execProcess) Stdout() io.ReadCloser { return p.stdout }
-func (p *execProcess) Stderr() io.ReadCloser { return p.stderr }
-func (p *execProcess) Wait() error           { return p.cmd.Wait() }
-func (p *execProcess) Kill() error           { return p.cmd.Process.Kill() }
-
 func (a *startedAhead) Take(exe string) func(*exec.Cmd) (plugin.Process, error) {
 	a.taken = append(a.taken, exe)
 	return func(cmd *exec.Cmd) (plugin.Process, error) {
 		a.commands = append(a.commands, cmd.Args)
-		p := &execProcess{cmd: cmd}
-		var err error
-		if p.stdout, err = cmd.StdoutPipe(); err != nil {
-			return nil, err
-		}
-		if p.stderr, err = cmd.StderrPipe(); err != nil {
-			return nil, err
-		}
-		return p, cmd.Start()
+		return plugin.ExecProcess(cmd)
 	}
 }
 

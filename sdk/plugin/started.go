@@ -81,3 +81,34 @@ func (s *startedProcess) PluginToHost(network, addr string) (string, string, err
 func (s *startedProcess) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
 }
+
+// ExecProcess starts cmd with its standard output and error to pipes, as
+// Launch starts a plugin, and returns it as a Process: a LaunchConfig.Start
+// that adjusts the command (its SysProcAttr, its directory) and starts it
+// itself.
+func ExecProcess(cmd *exec.Cmd) (Process, error) {
+	p := &execProcess{cmd: cmd}
+	var err error
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	if p.stderr, err = cmd.StderrPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// execProcess is a command ExecProcess started.
+type execProcess struct {
+	cmd            *exec.Cmd
+	stdout, stderr io.ReadCloser
+}
+
+func (p *execProcess) Pid() int              { return p.cmd.Process.Pid }
+func (p *execProcess) Stdout() io.ReadCloser { return p.stdout }
+func (p *execProcess) Stderr() io.ReadCloser { return p.stderr }
+func (p *execProcess) Wait() error           { return p.cmd.Wait() }
+func (p *execProcess) Kill() error           { return p.cmd.Process.Kill() }

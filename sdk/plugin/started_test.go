@@ -3,7 +3,6 @@ package plugin_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,31 +13,6 @@ import (
 	"github.com/sluice-ml/sluice/internal/testwait"
 	"github.com/sluice-ml/sluice/sdk/plugin"
 )
-
-// execProcess is a plugin process LaunchConfig.Start started by exec'ing
-// the command it was given.
-type execProcess struct {
-	cmd            *exec.Cmd
-	stdout, stderr io.ReadCloser
-}
-
-func startExec(cmd *exec.Cmd) (plugin.Process, error) {
-	p := &execProcess{cmd: cmd}
-	var err error
-	if p.stdout, err = cmd.StdoutPipe(); err != nil {
-		return nil, err
-	}
-	if p.stderr, err = cmd.StderrPipe(); err != nil {
-		return nil, err
-	}
-	return p, cmd.Start()
-}
-
-func (p *execProcess) Pid() int              { return p.cmd.Process.Pid }
-func (p *execProcess) Stdout() io.ReadCloser { return p.stdout }
-func (p *execProcess) Stderr() io.ReadCloser { return p.stderr }
-func (p *execProcess) Wait() error           { return p.cmd.Wait() }
-func (p *execProcess) Kill() error           { return p.cmd.Process.Kill() }
 
 // TestLaunchThroughStart has LaunchConfig.Start start the plugin: it is
 // given the whole command (the arena and the lane socket among its files,
@@ -58,7 +32,7 @@ func TestLaunchThroughStart(t *testing.T) {
 		Cmd: cmd, Arena: arena, Label: "plugin gen", StartTimeout: 30 * time.Second, HostTLS: true,
 		Start: func(cmd *exec.Cmd) (plugin.Process, error) {
 			given = append(given, cmd)
-			p, err := startExec(cmd)
+			p, err := plugin.ExecProcess(cmd)
 			proc = p
 			return p, err
 		},
@@ -144,7 +118,7 @@ func TestStartIsNotCalledForABinaryThatDoesNotMatchItsPin(t *testing.T) {
 	calls := 0
 	_, err := plugin.Launch(plugin.LaunchConfig{
 		Cmd: exec.Command(os.Args[0], "-test.run=^$"), SHA256: make([]byte, 32), Label: "plugin gen", StartTimeout: 30 * time.Second,
-		Start: func(cmd *exec.Cmd) (plugin.Process, error) { calls++; return startExec(cmd) },
+		Start: func(cmd *exec.Cmd) (plugin.Process, error) { calls++; return plugin.ExecProcess(cmd) },
 	})
 	if err == nil || !strings.Contains(err.Error(), "does not match its pinned sha256") || calls != 0 {
 		t.Errorf("a binary that does not match its pin: %v, Start called %d times", err, calls)
