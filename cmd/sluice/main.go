@@ -58,7 +58,11 @@ func awaitIfStandby(args []string) []string {
 	if !standby.IsChild(args) {
 		return args
 	}
+	// Plugin processes leave Ctrl-C to their host (go-plugin's Serve
+	// ignores SIGINT); so does a process waiting to be one.
+	signal.Ignore(os.Interrupt)
 	args, err := standby.Await()
+	signal.Reset(os.Interrupt)
 	if errors.Is(err, standby.ErrNotNeeded) {
 		os.Exit(exitOK)
 	}
