@@ -1,6 +1,7 @@
 package run
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +57,55 @@ func TestDamagedDataNamesTheSourceFile(t *testing.T) {
 	err := execute(t, pl, src, 8, 1<<10, 1)
 	if err == nil || !plugin.IsBadInput(err) || !strings.Contains(err.Error(), "ckpt/model.apsim") {
 		t.Fatalf("got %v, want a bad-input error naming ckpt/model.apsim", err)
+	}
+}
+
+// TestTensorsOutsideTheirFileNameIt: a file reference to bytes past the end
+// of its file fails as bad input naming the file, the tensor and the file's
+// size, whether the file was that short when the run first looked at it or
+// was cut short after (the run keeps the size it saw, and finds the cut when
+// a read comes short).
+func TestTensorsOutsideTheirFileNameIt(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "model.bin")
+	os.WriteFile(p, make([]byte, 4+34+10), 0o644)
+	src := &memSource{m: &tensor.Manifest{Tensors: []tensor.TensorInfo{
+		{Name: "a", DType: tensor.Q8_0, Shape: []uint64{32}, Size: 34, Location: &tensor.FileRef{Path: p, Offset: 4, Length: 34}},
+		{Name: "b", DType: tensor.Q8_0, Shape: []uint64{32}, Size: 34, Location: &tensor.FileRef{Path: p, Offset: 38, Length: 34}},
+	}}}
+	sink := &memSink{convert: map[string]tensor.DType{"a": tensor.F32, "b": tensor.F32}}
+	pl := build(t, src, map[string]*memSink{"out": sink}, nil)
+	err := execute(t, pl, src, 8, 1<<10, 1)
+	if err == nil || !plugin.IsBadInput(err) {
+		t.Fatalf("got %v, want a bad-input error", err)
+	}
+	for _, want := range []string{p, `tensor "b"`, "[38, 72)", "file of 48 bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+
+	// Cut short after the run looked.
+	os.WriteFile(p, make([]byte, 4+34+34), 0o644)
+	r := &runner{files: map[string]*sourceFile{}}
+	defer r.closeFiles()
+	f, err := r.file(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.holds(4, 38); !ok {
+		t.Error("a range inside the size the run saw was looked at again")
+	}
+	b := src.m.Tensors[1]
+	sr := &sectionReader{SectionReader: io.NewSectionReader(f, 38, 34), file: f, loc: b.Location, tensor: &b}
+	_, err = io.ReadAll(sr)
+	if err == nil || !plugin.IsBadInput(err) || !strings.Contains(err.Error(), "file of 50 bytes") || !strings.Contains(err.Error(), `tensor "b"`) {
+		t.Errorf("reading a tensor of a file cut short: %v", err)
+	}
+	if size, ok := f.holds(38, 72); ok || size != 50 {
+		t.Errorf("holds after the cut = %d, %v; want 50, false", size, ok)
 	}
 }
