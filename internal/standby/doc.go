@@ -25,6 +25,8 @@
 // A process no one takes ends when the host closes its end of the socket
 // (Release, or the host's exit, whatever the cause), having used its
 // start-up's CPU for nothing: the guess of how many to start is made so that
-// this is rare. SLUICE_STANDBY=off in the environment turns it off. Off Linux
+// this is rare. It is not for a pipeline with a third-party format, whose
+// type the guess counts but whose plugin is its own binary: the package
+// initialises before the table of built-in plugins exists. SLUICE_STANDBY=off in the environment turns it off. Off Linux
 // nothing is started ahead.
 package standby
