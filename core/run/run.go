@@ -621,14 +621,14 @@ type sectionReader struct {
 	file   *sourceFile
 	loc    *tensor.FileRef
 	tensor *tensor.TensorInfo
-	read   int64
 }
 
 func (r *sectionReader) Read(p []byte) (int, error) {
 	n, err := r.SectionReader.Read(p)
-	r.read += int64(n)
-	if err == io.EOF && r.read < r.SectionReader.Size() {
-		return n, outsideFile(r.loc, r.tensor, r.file.lookAgain())
+	if err == io.EOF {
+		if at, _ := r.Seek(0, io.SeekCurrent); at < r.Size() {
+			return n, outsideFile(r.loc, r.tensor, r.file.lookAgain())
+		}
 	}
 	return n, err
 }

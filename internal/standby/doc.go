@@ -27,6 +27,8 @@
 // start-up's CPU for nothing: the guess of how many to start is made so that
 // this is rare. It is not for a pipeline with a third-party format, whose
 // type the guess counts but whose plugin is its own binary: the package
-// initialises before the table of built-in plugins exists. SLUICE_STANDBY=off in the environment turns it off. Off Linux
-// nothing is started ahead.
+// initialises before the table of built-in plugins exists.
+//
+// SLUICE_STANDBY=off in the environment turns it off. Off Linux nothing is
+// started ahead.
 package standby

@@ -190,8 +190,10 @@ func launch(cfg LaunchConfig) (*Client, error) {
 		// go-plugin checks the binary of the command it execs; here the
 		// process is started by cfg.Start, so Launch checks it.
 		if sc != nil {
-			if ok, err := sc.Check(cmd.Path); err != nil || !ok {
-				return nil, fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, cmd.Path)
+			if ok, err := sc.Check(cmd.Path); err != nil {
+				return nil, fmt.Errorf("%s: checking %s against its pinned sha256: %w", label, cmd.Path, err)
+			} else if !ok {
+				return nil, pinMismatch(label, cmd.Path)
 			}
 		}
 		started = &startedProcess{cmd: cmd, start: cfg.Start}
@@ -204,7 +206,7 @@ func launch(cfg LaunchConfig) (*Client, error) {
 	if err != nil {
 		gp.Kill()
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
-			return nil, fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, cmd.Path)
+			return nil, pinMismatch(label, cmd.Path)
 		}
 		if v, ok := pluginProtocol(err); ok {
 			return nil, &VersionError{Label: label, Path: cmd.Path, Plugin: v}
@@ -228,6 +230,11 @@ func launch(cfg LaunchConfig) (*Client, error) {
 	rc.onHang = c.stopHung
 	launched = true
 	return c, nil
+}
+
+// pinMismatch is the error of a plugin binary whose sha256 is not its pin.
+func pinMismatch(label, path string) error {
+	return fmt.Errorf("%s: the binary %s does not match its pinned sha256; it was not started", label, path)
 }
 
 // stopHung kills a plugin that made no progress, so that it holds no file
