@@ -347,8 +347,9 @@ func TestCIArtifact(t *testing.T) {
 // TestRecordedDigestsAreTheOutputs runs every built-in writer, sharded and
 // not, in and out of process, with and without --fsync=false, and checks
 // that each digest the run manifests record — computed by the sinks while
-// they wrote (protocol 1.2) — is the SHA-256 of the file on disk, and that
-// every mode writes the same bytes.
+// they wrote (protocol 1.2), or out of process by the host for the files it
+// writes into (1.9) — is the SHA-256 of the file on disk, and that every
+// mode writes the same bytes.
 func TestRecordedDigestsAreTheOutputs(t *testing.T) {
 	model := copySample(t, filepath.Join(t.TempDir(), "model"))
 	var first map[string][]byte

@@ -167,7 +167,8 @@ func (f *File) FinalPath() string { return f.final }
 
 // Commit syncs the file, renames it to its final name and syncs the
 // directory. After Commit the File is closed. A file with a digest
-// (StartDigest) finishes hashing while it is synced.
+// (StartDigest) finishes hashing while it is synced, unless the digest was
+// relayed (RelayDigest).
 func (f *File) Commit() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -184,7 +185,7 @@ func (f *File) Commit() error {
 		return err
 	}
 	var hashed chan error
-	if f.dig != nil {
+	if f.dig != nil && !f.dig.relaying() {
 		st, err := f.File.Stat()
 		if err != nil {
 			return fail(fmt.Errorf("committing %s: %w", f.final, err))

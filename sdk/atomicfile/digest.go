@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"runtime"
 	"sort"
 	"sync"
@@ -27,11 +28,12 @@ type span struct{ off, end int64 }
 
 // Follower hashes a file's bytes behind its writer: from its starting
 // offset on, it reads back and hashes the bytes as far as they are final
-// (File.Final), while the writer goes on, and the rest when told the end
-// (Finish). It reads what was just written, from the page cache, instead of
-// reading the whole file back once it is done.
+// (File.Final, Follower.Final), while the writer goes on, and the rest when
+// told the end (Finish). It reads what was just written, from the page
+// cache, instead of reading the whole file back once it is done.
 type Follower struct {
-	f *File
+	r    io.ReaderAt
+	name string // the file's final name, for errors
 
 	mu      sync.Mutex
 	ready   int64  // bytes from the starting offset up to ready are final
@@ -39,6 +41,10 @@ type Follower struct {
 	end     int64  // when closing: hash up to here
 	closing bool
 	stop    bool // aborted: hash no more
+	// relay, once set (File.RelayDigest), takes the place of hashing: it
+	// is told how far the bytes are final, and relayed is how far it was.
+	relay   func(end int64)
+	relayed int64
 	wake    chan struct{}
 
 	h      hash.Hash
@@ -72,7 +78,7 @@ func (f *File) Follow(h hash.Hash, from int64) *Follower {
 }
 
 func (f *File) followLocked(h hash.Hash, from int64) *Follower {
-	d := &Follower{f: f, h: h, ready: from, hashed: from, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	d := newFollower(f.File, f.final, h, from)
 	if f.done {
 		d.stop, d.closing = true, true
 		close(d.done)
@@ -81,6 +87,73 @@ func (f *File) followLocked(h hash.Hash, from int64) *Follower {
 	f.followers = append(f.followers, d)
 	go d.run()
 	return d
+}
+
+func newFollower(r io.ReaderAt, name string, h hash.Hash, from int64) *Follower {
+	return &Follower{r: r, name: name, h: h, ready: from, hashed: from, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// NewFollower starts hashing into h the bytes of a file some other code
+// writes, read through r, from offset from on, as they become final
+// (Follower.Final); name is the file's name for errors. Finish hashes the
+// rest and waits; Stop abandons it. A host uses it for the digest of a file
+// a plugin's sink handed over (File.RelayDigest).
+func NewFollower(r io.ReaderAt, name string, h hash.Hash, from int64) *Follower {
+	d := newFollower(r, name, h, from)
+	go d.run()
+	return d
+}
+
+// RelayDigest hands the file's digest (StartDigest) to another reader of
+// the file, such as a host that hashes in its own process an output a
+// plugin's sink writes: the file stops hashing, and calls relay with the
+// offset before which every byte is final (Final) at once, before
+// RelayDigest returns, and then from another goroutine each time it grows,
+// until Commit or Abort. The bytes already hashed are not handed over: the
+// other reader hashes from the start. Commit then does not wait for a
+// digest, and Digest reports none. It returns false, and changes nothing,
+// when the file has no digest, has one relayed already, or has ended.
+func (f *File) RelayDigest(relay func(end int64)) bool {
+	f.mu.Lock()
+	d := f.dig
+	ok := d != nil && !f.done
+	f.mu.Unlock()
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	if d.relay != nil || d.closing {
+		d.mu.Unlock()
+		return false
+	}
+	d.relay, d.relayed = relay, d.ready
+	end := d.ready
+	d.mu.Unlock()
+	relay(end)
+	d.signal() // a hashing run stops at its next read and relays from then on
+	return true
+}
+
+// relaying reports whether the digest was relayed.
+func (d *Follower) relaying() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.relay != nil
+}
+
+// relayFurther tells the relay how far the bytes are final, if further
+// than it was told.
+func (d *Follower) relayFurther() {
+	d.mu.Lock()
+	relay, end := d.relay, d.ready
+	grew := end > d.relayed
+	if grew {
+		d.relayed = end
+	}
+	d.mu.Unlock()
+	if grew {
+		relay(end)
+	}
 }
 
 // Final tells the file's digest that bytes [off, off+n) are written and
@@ -101,14 +174,22 @@ func (f *File) Final(off, n int64) {
 }
 
 // Digest returns the hex SHA-256 and the size of a committed file whose
-// digest was started; ok is false otherwise.
+// digest was started and not relayed (RelayDigest); ok is false otherwise.
 func (f *File) Digest() (sha string, size int64, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.dig == nil || !f.committed {
+	if f.dig == nil || !f.committed || f.dig.relaying() {
 		return "", 0, false
 	}
 	return hex.EncodeToString(f.dig.h.Sum(nil)), f.dig.hashed, true
+}
+
+// Final tells the follower that bytes [off, off+n) are written and will not
+// be written again, as File.Final does for the followers of a File.
+func (d *Follower) Final(off, n int64) {
+	if n > 0 {
+		d.final(span{off, off + n})
+	}
 }
 
 func (d *Follower) final(s span) {
@@ -155,6 +236,14 @@ func (d *Follower) run() {
 		if stop {
 			return
 		}
+		if d.relaying() {
+			if last {
+				return
+			}
+			d.relayFurther()
+			<-d.wake
+			continue
+		}
 		if d.hashed < limit {
 			if err := d.hashTo(limit); err != nil {
 				d.err = err
@@ -178,13 +267,13 @@ func (d *Follower) hashTo(limit int64) error {
 	defer digestBuffers.Put(bp)
 	buf := *bp
 	for d.hashed < limit {
-		if d.stopped() {
-			return nil // cancel: the caller reads no digest
+		if d.stopped() || d.relaying() {
+			return nil // cancel, or relayed: the caller reads no digest
 		}
 		n := min(int64(len(buf)), limit-d.hashed)
-		got, err := d.f.File.ReadAt(buf[:n], d.hashed)
+		got, err := d.r.ReadAt(buf[:n], d.hashed)
 		if int64(got) != n {
-			return fmt.Errorf("reading %s back for its SHA-256 at offset %d: %w", d.f.final, d.hashed, err)
+			return fmt.Errorf("reading %s back for its SHA-256 at offset %d: %w", d.name, d.hashed, err)
 		}
 		d.h.Write(buf[:n])
 		d.hashed += n
@@ -206,7 +295,7 @@ func (d *Follower) Finish(end int64) error {
 	if d.closing {
 		d.mu.Unlock()
 		<-d.done
-		return fmt.Errorf("%s: the digest was stopped", d.f.final)
+		return fmt.Errorf("%s: the digest was stopped", d.name)
 	}
 	d.closing, d.end = true, end
 	d.mu.Unlock()
@@ -216,10 +305,14 @@ func (d *Follower) Finish(end int64) error {
 		return d.err
 	}
 	if d.hashed != end {
-		return fmt.Errorf("%s: hashed up to offset %d, not %d", d.f.final, d.hashed, end)
+		return fmt.Errorf("%s: hashed up to offset %d, not %d", d.name, d.hashed, end)
 	}
 	return nil
 }
+
+// Stop abandons the digest and waits for the follower to stop reading, so
+// the file can be closed.
+func (d *Follower) Stop() { d.cancel() }
 
 // cancel stops the digest and waits for it, so the file can be closed.
 func (d *Follower) cancel() {

@@ -125,3 +125,107 @@ func TestExtents(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayedDigestTellsHowFarTheBytesAreFinal hands a file's digest over
+// after its first piece is final, then checks that the relay hears every
+// advance of the final bytes and nothing past them, that a follower
+// started elsewhere on the same file (NewFollower, told what the relay
+// heard) computes the file's SHA-256, and that the file itself then reports
+// no digest.
+func TestRelayedDigestTellsHowFarTheBytesAreFinal(t *testing.T) {
+	const pieces, pieceSize = 8, 300_007
+	data := make([]byte, pieces*pieceSize)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	out := filepath.Join(t.TempDir(), "out.bin")
+	f, err := Create(out, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.StartDigest()
+	if _, err := f.WriteAt(data[:pieceSize], 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Final(0, pieceSize)
+
+	r, err := os.Open(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	host := NewFollower(r, out, sha256.New(), 0)
+	heard := make(chan int64, 2*pieces)
+	var last int64 = -1
+	if !f.RelayDigest(func(end int64) {
+		host.Final(0, end)
+		heard <- end
+	}) {
+		t.Fatal("RelayDigest refused a file whose digest runs")
+	}
+	if got := <-heard; got != pieceSize {
+		t.Fatalf("RelayDigest first told %d, want %d, the final bytes then", got, pieceSize)
+	}
+	if f.RelayDigest(func(int64) {}) {
+		t.Error("a second RelayDigest was taken")
+	}
+	// The rest, last piece first: the final bytes end where the first gap
+	// begins, so nothing is relayed until the second piece is written.
+	for i := pieces - 1; i >= 1; i-- {
+		off := int64(i * pieceSize)
+		if _, err := f.WriteAt(data[off:off+pieceSize], off); err != nil {
+			t.Fatal(err)
+		}
+		f.Final(off, pieceSize)
+	}
+	for last != int64(len(data)) {
+		end := <-heard
+		if end <= last || end > int64(len(data)) {
+			t.Fatalf("relayed %d after %d, in a file of %d bytes", end, last, len(data))
+		}
+		if end != pieceSize && end != int64(len(data)) {
+			t.Fatalf("relayed %d: the bytes were final up to %d, then up to %d", end, pieceSize, len(data))
+		}
+		last = end
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := f.Digest(); ok {
+		t.Error("a file whose digest was relayed reported one")
+	}
+	if err := host.Finish(int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	if got := host.Sum(nil); hex.EncodeToString(got) != hex.EncodeToString(want[:]) {
+		t.Errorf("the follower computed %x, the file's SHA-256 is %x", got, want)
+	}
+}
+
+// TestRelayDigestWithoutADigest checks that a file with no digest, or one
+// that has ended, relays nothing.
+func TestRelayDigestWithoutADigest(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "plain"), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	if f.RelayDigest(func(int64) { called = true }) || called {
+		t.Error("a file without a digest relayed one")
+	}
+	f.Abort()
+	g, err := Create(filepath.Join(dir, "ended"), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.StartDigest()
+	if err := g.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if g.RelayDigest(func(int64) { called = true }) || called {
+		t.Error("a committed file relayed its digest")
+	}
+}

@@ -42,7 +42,7 @@ func newRPCClient(ctx context.Context, conn grpc.ClientConnInterface, arena *Are
 		sink:   pb.NewSinkClient(conn),
 		wrap:   func(err error) error { return err },
 	}
-	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor, HostPackedStrings: true, HostPackedTensors: true})
+	resp, err := c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: ProtocolMinor, HostPackedStrings: true, HostPackedTensors: true, HostDigests: true})
 	if err != nil {
 		return nil, fmt.Errorf("asking the plugin what it serves: %w", fromStatus(err))
 	}
@@ -372,6 +372,7 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 	ctx, cancel := s.c.unary(ctx, "Commit")
 	defer cancel()
 	s.lanes.close(ctx)
+	var hashed *directWrites // the host computes digests of its files
 	if d := s.direct; d != nil {
 		s.direct = nil
 		stop := context.AfterFunc(ctx, func() { d.conn.Close() })
@@ -380,6 +381,8 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 		if err != nil {
 			return nil, s.c.callErr(ctx, err)
 		}
+		hashed = d
+		defer d.close()
 	}
 	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {
@@ -391,6 +394,22 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 			return nil, fmt.Errorf("sink %s reported %q as the SHA-256 of %s, which is not 64 lowercase hex digits", s.c.info.Name, a.Sha256, a.Path)
 		}
 		out = append(out, Artifact{Path: a.Path, Size: a.Size, SHA256: a.Sha256})
+	}
+	if hashed != nil {
+		// The digests the plugin handed over (protocol 1.9): the files are
+		// in place now, and the host's descriptors still read them.
+		for i := range out {
+			if out[i].SHA256 != "" {
+				continue
+			}
+			sha, ok, err := hashed.digestOf(out[i].Path, out[i].Size)
+			if err != nil {
+				return nil, fmt.Errorf("sink %s: %w", s.c.info.Name, err)
+			}
+			if ok {
+				out[i].SHA256 = sha
+			}
+		}
 	}
 	return out, nil
 }

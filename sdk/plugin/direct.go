@@ -3,6 +3,8 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -105,6 +107,11 @@ type directWrites struct {
 	ended  chan struct{}
 	end    error
 	ending atomic.Bool // the host sent its 'e'
+
+	// digests[i] computes the SHA-256 of files[i] when the plugin handed
+	// it over (protocol 1.9, DirectHashTo); nil otherwise. Only the
+	// goroutine that reads the plugin's frames sets them, before ended.
+	digests []*atomicfile.Follower
 }
 
 // directTarget is a DirectTarget on the host's side.
@@ -124,6 +131,7 @@ type directFile struct {
 	fsyncs    bool // the sink syncs the file at Commit
 	writeback atomicfile.Writeback
 	hooks     atomicfile.DoneHooks
+	closed    sync.Once
 }
 
 // Written records that bytes [off, off+n) were just written, and hands
@@ -139,11 +147,13 @@ func (f *directFile) Written(off, n int64) {
 func (f *directFile) OnDone(fn func()) { f.hooks.OnDone(fn) }
 
 // close runs the OnDone functions and closes the file, once its early
-// sync, if one runs, ended.
+// sync, if one runs, ended. Later calls do nothing.
 func (f *directFile) close() {
-	f.hooks.End()
-	f.writeback.Wait()
-	f.File.Close()
+	f.closed.Do(func() {
+		f.hooks.End()
+		f.writeback.Wait()
+		f.File.Close()
+	})
 }
 
 // openDirect opens session's direct lane and takes the sink's targets. It
@@ -169,19 +179,83 @@ func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool)
 	return d, nil
 }
 
-// watch waits for the plugin's end of the lane: its status frame, or the
-// lane breaking.
+// watch follows the digests the plugin hands over and waits for its end of
+// the lane: its status frame, or the lane breaking.
 func (d *directWrites) watch() {
-	kind, payload, err := d.lane.readFrame()
-	switch {
-	case err != nil:
-		d.end = laneBroken(err)
-	case kind != frameStatus:
-		d.end = status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q", kind)
-	default:
-		d.end = laneStatus(payload)
+	defer close(d.ended)
+	for {
+		kind, payload, err := d.lane.readFrame()
+		switch {
+		case err != nil:
+			d.end = laneBroken(err)
+			return
+		case kind == frameHashTo:
+			if err := d.hashTo(payload); err != nil {
+				d.end = status.Errorf(codes.Internal, "direct lane: %v", err)
+				return
+			}
+		case kind != frameStatus:
+			d.end = status.Errorf(codes.Internal, "direct lane: the plugin sent a frame of kind %q", kind)
+			return
+		default:
+			d.end = laneStatus(payload)
+			return
+		}
 	}
-	close(d.ended)
+}
+
+// hashTo takes a DirectHashTo: the digest of a file is the host's to
+// compute, and its bytes before an offset are final.
+func (d *directWrites) hashTo(payload []byte) error {
+	i, end, err := parseHashTo(payload, len(d.files))
+	if err != nil {
+		return err
+	}
+	if d.digests[i] == nil {
+		d.digests[i] = atomicfile.NewFollower(d.files[i].File, d.paths[i], sha256.New(), 0)
+	}
+	d.digests[i].Final(0, end)
+	return nil
+}
+
+// parseHashTo reads a DirectHashTo for a lane of files files.
+func parseHashTo(payload []byte, files int) (file int, end int64, err error) {
+	m := &pb.DirectHashTo{}
+	if err := proto.Unmarshal(payload, m); err != nil {
+		return 0, 0, fmt.Errorf("a DirectHashTo that does not decode: %v", err)
+	}
+	if int64(m.File) >= int64(files) {
+		return 0, 0, fmt.Errorf("the digest of file %d handed over, of %d files", m.File, files)
+	}
+	if m.End > math.MaxInt64 {
+		return 0, 0, fmt.Errorf("the bytes of file %d final up to offset %d, past what a file holds", m.File, m.End)
+	}
+	return int(m.File), int64(m.End), nil
+}
+
+// digestOf returns the SHA-256 of the file committed as path, size bytes,
+// when the host computes it (the plugin handed it over); ok is false when
+// it does not, or when the file does not hold size bytes (the core then
+// reads it back). Call it after the sink's Commit, once the lane ended.
+func (d *directWrites) digestOf(path string, size uint64) (sha string, ok bool, err error) {
+	for i, p := range d.paths {
+		dg := d.digest(i)
+		if p != path || dg == nil {
+			continue
+		}
+		fi, err := d.files[i].Stat()
+		if err != nil {
+			return "", false, fmt.Errorf("computing the SHA-256 of %s: %w", path, err)
+		}
+		if fi.Size() < 0 || uint64(fi.Size()) != size {
+			return "", false, nil
+		}
+		if err := dg.Finish(fi.Size()); err != nil {
+			return "", false, fmt.Errorf("computing the SHA-256 of %s: %w", path, err)
+		}
+		return hex.EncodeToString(dg.Sum(nil)), true, nil
+	}
+	return "", false, nil
 }
 
 // endedErr returns why the plugin ended the lane, once it did, and nil
@@ -208,6 +282,7 @@ func (d *directWrites) handshake(session uint64) error {
 	for _, fd := range fds {
 		d.files = append(d.files, &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: d.fsyncs})
 	}
+	d.digests = make([]*atomicfile.Follower, len(d.files))
 	if err != nil {
 		return laneBroken(fmt.Errorf("direct lane: %w", err))
 	}
@@ -358,9 +433,21 @@ func (d *directWrites) send(batch []uint32) error {
 
 // finish ends the lane before the sink's Commit: the plugin has then taken
 // every notice, and its status says whether it took them well. It closes
-// the files. The caller closes the lane to stop waiting.
-func (d *directWrites) finish() error {
-	defer d.close()
+// the files but those whose digest the host computes, which close needs to
+// close after the sink's Commit. The caller closes the lane to stop waiting.
+func (d *directWrites) finish() (err error) {
+	defer func() {
+		d.conn.Close()
+		if err != nil {
+			d.close()
+			return
+		}
+		for i, f := range d.files {
+			if d.digest(i) == nil {
+				f.close()
+			}
+		}
+	}()
 	if err := d.syncErr(); err != nil {
 		d.conn.Close() // the plugin reads a cancellation
 		<-d.ended
@@ -393,13 +480,28 @@ func (d *directWrites) syncErr() error {
 	return nil
 }
 
-// close closes the lane, which the plugin reads as a cancellation, and the
-// files.
+// close closes the lane, which the plugin reads as a cancellation, stops
+// the digests the host computes, and closes the files.
 func (d *directWrites) close() {
 	d.conn.Close()
-	for _, f := range d.files {
+	if d.ended != nil {
+		<-d.ended // no digest starts after this
+	}
+	for i, f := range d.files {
+		if dg := d.digest(i); dg != nil {
+			dg.Stop()
+		}
 		f.close()
 	}
+}
+
+// digest returns the follower computing the digest of files[i], nil when
+// the host does not compute it.
+func (d *directWrites) digest(i int) *atomicfile.Follower {
+	if i < len(d.digests) {
+		return d.digests[i]
+	}
+	return nil
 }
 
 // laneStatus returns the error a lane's status frame carries, nil for OK.
@@ -434,14 +536,74 @@ func serveDirectLane(conn net.Conn, s sinkServer) {
 			err = status.Errorf(codes.Unavailable, "direct lane: %v", werr)
 		}
 	}
+	var relay *hashRelay
+	if err == nil && s.hostDigests.Load() {
+		relay = relayDigests(l, files)
+	}
 	if err == nil {
 		err = recordDirect(l, dw, targets)
 	}
+	relay.stop() // every 'h' frame before the status
 	end := &spb.Status{}
 	if err != nil {
 		end = status.Convert(err).Proto()
 	}
 	l.writeFrame(frameStatus, end)
+}
+
+// digestRelayer is an output file whose digest can be handed to the host:
+// an *atomicfile.File.
+type digestRelayer interface {
+	RelayDigest(relay func(end int64)) bool
+}
+
+// hashRelay sends a direct lane's DirectHashTo frames (protocol 1.9) for
+// the files whose digests the plugin handed to the host.
+type hashRelay struct {
+	l       *laneConn
+	mu      sync.Mutex
+	sent    []int64 // how far each file's final bytes were told
+	stopped bool
+	err     error
+}
+
+// relayDigests hands the host the digest of every file of the lane that
+// computes one. The first frame of each goes before relayDigests returns.
+func relayDigests(l *laneConn, files []DirectFile) *hashRelay {
+	r := &hashRelay{l: l, sent: make([]int64, len(files))}
+	for i, f := range files {
+		if dr, ok := f.(digestRelayer); ok {
+			r.sent[i] = -1
+			if !dr.RelayDigest(func(end int64) { r.send(uint32(i), end) }) {
+				r.sent[i] = 0
+			}
+		}
+	}
+	return r
+}
+
+// send tells the host that file's bytes before end are final, unless it was
+// told as much already or the lane is ending. A lane that breaks ends the
+// relay: the host reads the break too.
+func (r *hashRelay) send(file uint32, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.err != nil || end <= r.sent[file] {
+		return
+	}
+	r.sent[file] = end
+	r.err = r.l.writeFrame(frameHashTo, &pb.DirectHashTo{File: file, End: uint64(end)})
+}
+
+// stop ends the relay, once a frame being sent is sent. A nil relay does
+// nothing.
+func (r *hashRelay) stop() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 }
 
 // directTargets reads the host's request and returns the sink it names, if

@@ -200,19 +200,23 @@ func writeAll(ctx context.Context, sk Sink, data map[string]TensorData) error {
 // tells it which; the one it does not offer crosses a write lane. The files
 // and the digests the sink reports are what writing every tensor through
 // the sink gives, whether the targets crossed as a packed list (to a host
-// that takes one, protocol 1.8) or as a message each.
+// that takes one, protocol 1.8) or as a message each, and whether the host
+// computed the digests (1.9) or the sink's process did.
 func TestDirectWritesLandInTheSinksFiles(t *testing.T) {
-	t.Run("packed", func(t *testing.T) { testDirectWritesLand(t, true) })
-	t.Run("messages", func(t *testing.T) { testDirectWritesLand(t, false) })
+	t.Run("host of 1.9", func(t *testing.T) { testDirectWritesLand(t, 9) })
+	t.Run("host of 1.8", func(t *testing.T) { testDirectWritesLand(t, 8) })
+	t.Run("host of 1.7", func(t *testing.T) { testDirectWritesLand(t, 7) })
 }
 
-func testDirectWritesLand(t *testing.T, packed bool) {
+func testDirectWritesLand(t *testing.T, hostMinor uint32) {
 	ds, data := directWorkload(t)
 	sk, count, lanes := laneSink(t, ds)
 	ctx := context.Background()
-	if !packed {
-		// What a host of 1.7 says.
-		if _, err := sk.c.plugin.GetInfo(ctx, &pb.GetInfoRequest{HostProtocolMinor: 7, HostPackedStrings: true}); err != nil {
+	if hostMinor < ProtocolMinor {
+		// What a host of that minor says: packed lists from 1.8, digests
+		// of its direct writes from 1.9.
+		req := &pb.GetInfoRequest{HostProtocolMinor: hostMinor, HostPackedStrings: true, HostPackedTensors: hostMinor >= 8, HostDigests: hostMinor >= 9}
+		if _, err := sk.c.plugin.GetInfo(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,7 +246,12 @@ func testDirectWritesLand(t *testing.T, packed bool) {
 			t.Errorf("%s differs from the sink's own layout", a.Path)
 		}
 		if sum := sha256.Sum256(want[i]); a.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: the sink reported SHA-256 %s, the bytes have %x", a.Path, a.SHA256, sum)
+			t.Errorf("%s: the run has SHA-256 %s, the bytes have %x", a.Path, a.SHA256, sum)
+		}
+		// A host of 1.9 computes the digests itself; the plugin's files
+		// then compute none.
+		if _, _, pluginHashed := ds.files[i].Digest(); pluginHashed != (hostMinor < 9) {
+			t.Errorf("%s: the plugin computed its digest: %v; want %v for a host of 1.%d", a.Path, pluginHashed, hostMinor < 9, hostMinor)
 		}
 	}
 	for _, n := range ds.names {
@@ -411,18 +420,48 @@ func FuzzServeDirectLane(f *testing.F) {
 	f.Add(frame('m', &pb.SessionRequest{Session: 2}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ds := newDirectSink(t.TempDir(), map[string]int{"a": 10, "b": 20, "permuted": 5}, []string{"a", "b", "permuted"})
-		if err := ds.Begin(context.Background(), &tensor.Manifest{}, BeginOptions{}); err != nil {
-			t.Fatal(err)
+		// To a host that computes the digests of its direct writes (1.9),
+		// and to one that does not.
+		for _, hostDigests := range []bool{false, true} {
+			ds := newDirectSink(t.TempDir(), map[string]int{"a": 10, "b": 20, "permuted": 5}, []string{"a", "b", "permuted"})
+			if err := ds.Begin(context.Background(), &tensor.Manifest{}, BeginOptions{Digests: hostDigests}); err != nil {
+				t.Fatal(err)
+			}
+			srv := newServer(&Plugin{Name: "fuzz", Version: "0"}, nil)
+			srv.sinks[1] = ds
+			srv.hostDigests.Store(hostDigests)
+			out := serveLaneBytes(t, b, func(c *net.UnixConn) { serveDirectLane(c, sinkServer{server: srv}) })
+			ds.Abort(context.Background())
+			out = bytes.TrimLeft(out, string(rune(directMoreFiles)))
+			if len(out) == 0 || out[0] != directLastFiles {
+				t.Fatalf("the plugin did not send its files first: %q", out[:min(len(out), 8)])
+			}
+			checkLaneFrames(t, out[1:], func() proto.Message { return &pb.DirectTargets{} })
 		}
-		defer ds.Abort(context.Background())
-		srv := newServer(&Plugin{Name: "fuzz", Version: "0"}, nil)
-		srv.sinks[1] = ds
-		out := serveLaneBytes(t, b, func(c *net.UnixConn) { serveDirectLane(c, sinkServer{server: srv}) })
-		out = bytes.TrimLeft(out, string(rune(directMoreFiles)))
-		if len(out) == 0 || out[0] != directLastFiles {
-			t.Fatalf("the plugin did not send its files first: %q", out[:min(len(out), 8)])
+	})
+}
+
+// FuzzParseHashTo feeds the host DirectHashTo payloads (protocol 1.9), as a
+// plugin sends them on a direct lane of three files: what it accepts names
+// one of the files and an offset a file can have.
+func FuzzParseHashTo(f *testing.F) {
+	enc := func(m *pb.DirectHashTo) []byte { b, _ := proto.Marshal(m); return b }
+	f.Add(enc(&pb.DirectHashTo{File: 1, End: 4096}))
+	f.Add(enc(&pb.DirectHashTo{File: 3, End: 1}))
+	f.Add(enc(&pb.DirectHashTo{File: 0, End: 1 << 63}))
+	f.Add([]byte{0x08, 0xff})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, end, err := parseHashTo(b, 3)
+		if err != nil {
+			return
 		}
-		checkLaneFrames(t, out[1:], func() proto.Message { return &pb.DirectTargets{} })
+		if file < 0 || file >= 3 || end < 0 {
+			t.Fatalf("accepted file %d, end %d", file, end)
+		}
+		m := &pb.DirectHashTo{}
+		if proto.Unmarshal(b, m) != nil || int(m.File) != file || int64(m.End) != end {
+			t.Fatalf("read file %d, end %d from %x", file, end, b)
+		}
 	})
 }

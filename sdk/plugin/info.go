@@ -10,12 +10,13 @@ import (
 // added partitioned sinks, 1.2 digests computed by sinks and outputs
 // without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
 // tensors gathered into one message, 1.5 string arrays in one block, 1.6
-// write lanes, 1.7 direct writes, 1.8 tensor tables in one block). Minors
+// write lanes, 1.7 direct writes, 1.8 tensor tables in one block, 1.9 digests
+// of direct writes computed by the host). Minors
 // are additive: a peer of another minor of the same major works with this
 // one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 8
+	ProtocolMinor   = 9
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what

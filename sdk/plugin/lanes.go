@@ -34,6 +34,7 @@ const (
 	frameMessage = 'm' // a WriteRequest (host) or a WriteAck (plugin)
 	frameEnd     = 'e' // host: no more requests (CloseSend); no payload
 	frameStatus  = 's' // plugin: how the stream ended, a google.rpc.Status; the last frame
+	frameHashTo  = 'h' // plugin, on a direct lane: a DirectHashTo (1.9)
 )
 
 // envLaneFD names the descriptor of the lane socket the host passes at

@@ -332,6 +332,7 @@ func serveLaneBytes(t *testing.T, b []byte, serve func(*net.UnixConn)) []byte {
 func checkLaneFrames(t *testing.T, out []byte, msg func() proto.Message) {
 	t.Helper()
 	l := newLaneConn(&readOnlyConn{Reader: bytes.NewReader(out)})
+	hashedTo := map[uint32]uint64{} // a direct lane's DirectHashTo frames (1.9)
 	for statuses := 0; ; {
 		kind, payload, err := l.readFrame()
 		if err == io.EOF {
@@ -356,6 +357,15 @@ func checkLaneFrames(t *testing.T, out []byte, msg func() proto.Message) {
 				t.Fatalf("a status that does not decode: %v", err)
 			}
 			statuses++
+		case frameHashTo:
+			h := &pb.DirectHashTo{}
+			if err := proto.Unmarshal(payload, h); err != nil {
+				t.Fatalf("a DirectHashTo that does not decode: %v", err)
+			}
+			if prev, ok := hashedTo[h.File]; ok && h.End <= prev {
+				t.Fatalf("file %d final up to %d, after up to %d", h.File, h.End, prev)
+			}
+			hashedTo[h.File] = h.End
 		default:
 			t.Fatalf("a frame of kind %q", kind)
 		}

@@ -31,8 +31,9 @@ type server struct {
 
 	// hostPackedStrings and hostPackedTensors: the host takes string
 	// arrays as one block (protocol 1.5) and a manifest's tensors as one
-	// block (1.8), as it said in GetInfo.
-	hostPackedStrings, hostPackedTensors atomic.Bool
+	// block (1.8), as it said in GetInfo; hostDigests: it computes the
+	// digests of the files it writes over direct lanes (1.9).
+	hostPackedStrings, hostPackedTensors, hostDigests atomic.Bool
 
 	mu      sync.Mutex
 	next    atomic.Uint64
@@ -54,6 +55,7 @@ func newServer(p *Plugin, arena *Arena) *server {
 func (s *server) GetInfo(ctx context.Context, req *pb.GetInfoRequest) (*pb.GetInfoResponse, error) {
 	s.hostPackedStrings.Store(req.HostPackedStrings)
 	s.hostPackedTensors.Store(req.HostPackedTensors)
+	s.hostDigests.Store(req.HostDigests)
 	info := s.impl.Info()
 	info.Arena, info.WriteLanes, info.DirectWrites = s.arena != nil, s.lanes, s.lanes
 	return infoToProto(info), nil
