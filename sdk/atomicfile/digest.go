@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // digestRead is how many bytes a digest reads back at a time.
@@ -48,7 +49,7 @@ type Follower struct {
 	wake    chan struct{}
 
 	h      hash.Hash
-	hashed int64
+	hashed atomic.Int64 // written by run alone; atomic for tests that watch it
 	err    error
 	done   chan struct{}
 }
@@ -90,7 +91,9 @@ func (f *File) followLocked(h hash.Hash, from int64) *Follower {
 }
 
 func newFollower(r io.ReaderAt, name string, h hash.Hash, from int64) *Follower {
-	return &Follower{r: r, name: name, h: h, ready: from, hashed: from, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	d := &Follower{r: r, name: name, h: h, ready: from, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	d.hashed.Store(from)
+	return d
 }
 
 // NewFollower starts hashing into h the bytes of a file some other code
@@ -181,7 +184,7 @@ func (f *File) Digest() (sha string, size int64, ok bool) {
 	if f.dig == nil || !f.committed || f.dig.relaying() {
 		return "", 0, false
 	}
-	return hex.EncodeToString(f.dig.h.Sum(nil)), f.dig.hashed, true
+	return hex.EncodeToString(f.dig.h.Sum(nil)), f.dig.hashed.Load(), true
 }
 
 // Final tells the follower that bytes [off, off+n) are written and will not
@@ -244,7 +247,15 @@ func (d *Follower) run() {
 			<-d.wake
 			continue
 		}
-		if d.hashed < limit {
+		if !last {
+			// Whole reads only, until the end is known: the bytes short of
+			// a read wait for those after them (or for Finish). A file's
+			// header so waits for its first tensors, and a digest handed
+			// over before them (RelayDigest) has read nothing in vain.
+			hashed := d.hashed.Load()
+			limit = hashed + (limit-hashed)/digestRead*digestRead
+		}
+		if d.hashed.Load() < limit {
 			if err := d.hashTo(limit); err != nil {
 				d.err = err
 				return
@@ -266,17 +277,18 @@ func (d *Follower) hashTo(limit int64) error {
 	bp := digestBuffers.Get().(*[]byte)
 	defer digestBuffers.Put(bp)
 	buf := *bp
-	for d.hashed < limit {
+	for d.hashed.Load() < limit {
 		if d.stopped() || d.relaying() {
 			return nil // cancel, or relayed: the caller reads no digest
 		}
-		n := min(int64(len(buf)), limit-d.hashed)
-		got, err := d.r.ReadAt(buf[:n], d.hashed)
+		at := d.hashed.Load()
+		n := min(int64(len(buf)), limit-at)
+		got, err := d.r.ReadAt(buf[:n], at)
 		if int64(got) != n {
-			return fmt.Errorf("reading %s back for its SHA-256 at offset %d: %w", d.name, d.hashed, err)
+			return fmt.Errorf("reading %s back for its SHA-256 at offset %d: %w", d.name, at, err)
 		}
 		d.h.Write(buf[:n])
-		d.hashed += n
+		d.hashed.Add(n)
 	}
 	return nil
 }
@@ -304,8 +316,8 @@ func (d *Follower) Finish(end int64) error {
 	if d.err != nil {
 		return d.err
 	}
-	if d.hashed != end {
-		return fmt.Errorf("%s: hashed up to offset %d, not %d", d.name, d.hashed, end)
+	if got := d.hashed.Load(); got != end {
+		return fmt.Errorf("%s: hashed up to offset %d, not %d", d.name, got, end)
 	}
 	return nil
 }

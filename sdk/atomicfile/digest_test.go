@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/sluice-ml/sluice/internal/testwait"
 )
 
 // TestDigestFollowsTheWriter writes a file in pieces, in a random order and
@@ -227,5 +229,40 @@ func TestRelayDigestWithoutADigest(t *testing.T) {
 	}
 	if g.RelayDigest(func(int64) { called = true }) || called {
 		t.Error("a committed file relayed its digest")
+	}
+}
+
+// TestDigestReadsWholePieces checks that the follower hashes only whole
+// reads until Commit tells it the end: a header smaller than a read waits
+// for the bytes after it, and the digest is the file's all the same.
+func TestDigestReadsWholePieces(t *testing.T) {
+	data := make([]byte, 2*digestRead+300)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	f, err := Create(filepath.Join(t.TempDir(), "out.bin"), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.StartDigest()
+	hashed := func() int64 { return f.dig.hashed.Load() }
+	write := func(off, n int) {
+		if _, err := f.WriteAt(data[off:off+n], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		f.Final(int64(off), int64(n))
+	}
+	write(0, 300) // a header
+	write(300, digestRead)
+	testwait.Until(t, "the first whole read hashed", func() bool { return hashed() == digestRead })
+	write(300+digestRead, digestRead)
+	testwait.Until(t, "the second whole read hashed", func() bool { return hashed() == 2*digestRead })
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	sha, n, ok := f.Digest()
+	want := sha256.Sum256(data)
+	if !ok || n != int64(len(data)) || sha != hex.EncodeToString(want[:]) {
+		t.Errorf("digest %s of %d bytes (ok %v), want %x of %d", sha, n, ok, want, len(data))
 	}
 }
