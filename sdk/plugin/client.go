@@ -372,17 +372,16 @@ func (s *remoteSink) Commit(ctx context.Context) ([]Artifact, error) {
 	ctx, cancel := s.c.unary(ctx, "Commit")
 	defer cancel()
 	s.lanes.close(ctx)
-	var hashed *directWrites // the host computes digests of its files
+	hashed := s.direct // the host computes the digests of some of its files
 	if d := s.direct; d != nil {
 		s.direct = nil
+		defer d.close() // after the digests, once the sink renamed the files
 		stop := context.AfterFunc(ctx, func() { d.conn.Close() })
 		err := d.finish()
 		stop()
 		if err != nil {
 			return nil, s.c.callErr(ctx, err)
 		}
-		hashed = d
-		defer d.close()
 	}
 	resp, err := s.c.sink.Commit(ctx, &pb.SessionRequest{Session: s.session})
 	if err != nil {

@@ -174,7 +174,9 @@ func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool)
 	d.ended = make(chan struct{})
 	go d.watch()
 	if len(d.targets) == 0 {
-		return nil, d.finish()
+		err := d.finish()
+		d.close()
+		return nil, err
 	}
 	return d, nil
 }
@@ -190,7 +192,7 @@ func (d *directWrites) watch() {
 			d.end = laneBroken(err)
 			return
 		case kind == frameHashTo:
-			if err := d.hashTo(payload); err != nil {
+			if err := d.followDigest(payload); err != nil {
 				d.end = status.Errorf(codes.Internal, "direct lane: %v", err)
 				return
 			}
@@ -204,9 +206,9 @@ func (d *directWrites) watch() {
 	}
 }
 
-// hashTo takes a DirectHashTo: the digest of a file is the host's to
+// followDigest takes a DirectHashTo: the digest of a file is the host's to
 // compute, and its bytes before an offset are final.
-func (d *directWrites) hashTo(payload []byte) error {
+func (d *directWrites) followDigest(payload []byte) error {
 	i, end, err := parseHashTo(payload, len(d.files))
 	if err != nil {
 		return err
@@ -432,22 +434,11 @@ func (d *directWrites) send(batch []uint32) error {
 }
 
 // finish ends the lane before the sink's Commit: the plugin has then taken
-// every notice, and its status says whether it took them well. It closes
-// the files but those whose digest the host computes, which close needs to
-// close after the sink's Commit. The caller closes the lane to stop waiting.
-func (d *directWrites) finish() (err error) {
-	defer func() {
-		d.conn.Close()
-		if err != nil {
-			d.close()
-			return
-		}
-		for i, f := range d.files {
-			if d.digest(i) == nil {
-				f.close()
-			}
-		}
-	}()
+// every notice, and its status says whether it took them well. The files
+// stay open, for the digests the host computes, until close. The caller
+// closes the lane to stop waiting.
+func (d *directWrites) finish() error {
+	defer d.conn.Close()
 	if err := d.syncErr(); err != nil {
 		d.conn.Close() // the plugin reads a cancellation
 		<-d.ended
@@ -571,12 +562,12 @@ type hashRelay struct {
 // computes one. The first frame of each goes before relayDigests returns.
 func relayDigests(l *laneConn, files []DirectFile) *hashRelay {
 	r := &hashRelay{l: l, sent: make([]int64, len(files))}
+	for i := range r.sent {
+		r.sent[i] = -1 // a first end of 0 is told too
+	}
 	for i, f := range files {
 		if dr, ok := f.(digestRelayer); ok {
-			r.sent[i] = -1
-			if !dr.RelayDigest(func(end int64) { r.send(uint32(i), end) }) {
-				r.sent[i] = 0
-			}
+			dr.RelayDigest(func(end int64) { r.send(uint32(i), end) })
 		}
 	}
 	return r
