@@ -247,15 +247,15 @@ func (d *Follower) run() {
 			<-d.wake
 			continue
 		}
+		hashed := d.hashed.Load()
 		if !last {
 			// Whole reads only, until the end is known: the bytes short of
 			// a read wait for those after them (or for Finish). A file's
 			// header so waits for its first tensors, and a digest handed
 			// over before them (RelayDigest) has read nothing in vain.
-			hashed := d.hashed.Load()
 			limit = hashed + (limit-hashed)/digestRead*digestRead
 		}
-		if d.hashed.Load() < limit {
+		if hashed < limit {
 			if err := d.hashTo(limit); err != nil {
 				d.err = err
 				return
