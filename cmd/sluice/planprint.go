@@ -11,7 +11,6 @@ import (
 	"github.com/sluice-ml/sluice/core/run"
 	"github.com/sluice-ml/sluice/sdk/bytesize"
 	"github.com/sluice-ml/sluice/sdk/plugin"
-	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
 // sourceTensorKey names a tensor of a source stage.
@@ -34,11 +33,8 @@ func fileBacked(pl *plan.Plan) map[sourceTensorKey]bool {
 
 // routeText describes how a tensor reaches a sink: "bf16 → q8_0", or
 // "unchanged (file reference)".
-func routeText(backed map[sourceTensorKey]bool, sk *plan.SinkPlan, t tensor.TensorInfo) string {
-	r := sk.Routes[t.Name]
-	if r == nil {
-		return ""
-	}
+func routeText(backed map[sourceTensorKey]bool, sk *plan.SinkPlan, i int) string {
+	t, r := &sk.Final.Tensors[i], &sk.Routes[i]
 	var parts []string
 	for _, op := range r.Ops {
 		parts = append(parts, op.String())
@@ -85,8 +81,8 @@ func printPlan(w io.Writer, pl *plan.Plan) {
 			reasons[c.Tensor] = c.Reason
 		}
 		tw := newTable(w)
-		for _, t := range sk.Final.Tensors {
-			line := routeText(backed, sk, t)
+		for i, t := range sk.Final.Tensors {
+			line := routeText(backed, sk, i)
 			if r := reasons[t.Name]; r != "" {
 				line += " (" + r + ")"
 			}
@@ -151,8 +147,8 @@ func planJSON(pl *plan.Plan) map[string]any {
 			files = append(files, map[string]any{"path": f.Path, "size": f.Size, "tensors": f.Tensors})
 		}
 		var tensors []map[string]any
-		for _, t := range sk.Final.Tensors {
-			r := sk.Routes[t.Name]
+		for i, t := range sk.Final.Tensors {
+			r := sk.Routes[i]
 			var ops []string
 			for _, op := range r.Ops {
 				ops = append(ops, op.String())

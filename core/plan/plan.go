@@ -7,11 +7,9 @@
 package plan
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/sluice-ml/sluice/core/pipeline"
 	"github.com/sluice-ml/sluice/core/transform"
@@ -62,17 +60,25 @@ type SinkPlan struct {
 	// Final is the manifest the sink receives: In after the conversions it
 	// asked for and without the tensors it drops.
 	Final *tensor.Manifest
-	// Routes holds, per tensor of Final, how it is produced.
-	Routes map[string]*Route
+	// Routes holds, per tensor of Final and in its order, how it is
+	// produced.
+	Routes []Route
 	// SigningKey comes from a sign stage upstream.
 	SigningKey   []byte
 	SigningKeyID string
+
+	// inIndex holds, per tensor of Final, its place in In.Tensors, and
+	// converts the conversion the sink asked for (nil for none).
+	inIndex  []int
+	converts []transform.Op
 }
 
 // Route is the path of one tensor from a source to a sink.
 type Route struct {
 	Source       *pipeline.Stage
 	SourceTensor string
+	// SourceIndex is the tensor's place in the source's manifest.
+	SourceIndex int
 	// Ops are applied in order, from the source's bytes to the sink's.
 	Ops []transform.Op
 }
@@ -190,49 +196,84 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 		return nil, err
 	}
 	skp := &SinkPlan{Stage: s, Sink: sink, In: in.Out, Plan: sp, SigningKey: in.SigningKey, SigningKeyID: in.SigningKeyID}
-	final := &tensor.Manifest{Metadata: in.Out.Metadata.Clone()}
-	convert := make(map[string]tensor.DType, len(sp.Convert))
-	var received map[string]int
-	if len(sp.Convert) > 0 {
-		received = in.Out.Index()
+	convert, err := conversionsByTensor(in.Out, sp.Convert)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range sp.Convert {
-		if _, ok := received[c.Tensor]; !ok {
-			return nil, fmt.Errorf("sink asked to convert tensor %q, which it does not receive", c.Tensor)
+	var drop map[string]bool
+	if len(sp.Drop) > 0 {
+		drop = make(map[string]bool, len(sp.Drop))
+		for _, d := range sp.Drop {
+			drop[d.Tensor] = true
 		}
-		convert[c.Tensor] = c.To
 	}
-	drop := map[string]bool{}
-	for _, d := range sp.Drop {
-		drop[d.Tensor] = true
-	}
-	skp.Routes = make(map[string]*Route, len(in.Out.Tensors))
-	final.Tensors = make([]tensor.TensorInfo, 0, len(in.Out.Tensors))
-	for _, t := range in.Out.Tensors {
+	n := len(in.Out.Tensors)
+	final := &tensor.Manifest{Metadata: in.Out.Metadata.Clone(), Tensors: make([]tensor.TensorInfo, 0, n)}
+	skp.inIndex, skp.converts = make([]int, 0, n), make([]transform.Op, 0, n)
+	for i := range in.Out.Tensors {
+		t := &in.Out.Tensors[i]
 		if drop[t.Name] {
 			continue
 		}
-		if to, ok := convert[t.Name]; ok && to != t.DType {
-			_, out, err := transform.ConvertOp(&t, to)
-			if err != nil {
+		var op transform.Op
+		out := tensor.TensorInfo{}
+		if convert != nil && convert[i] != "" && convert[i] != t.DType {
+			if op, out, err = transform.ConvertOp(t, convert[i]); err != nil {
 				return nil, err
 			}
-			final.Tensors = append(final.Tensors, out)
-			continue
+		} else {
+			out = t.Clone()
 		}
-		c := t.Clone()
-		final.Tensors = append(final.Tensors, c)
+		final.Tensors = append(final.Tensors, out)
+		skp.inIndex = append(skp.inIndex, i)
+		skp.converts = append(skp.converts, op)
 	}
 	skp.Final = final
 	return skp, nil
 }
 
+// conversionsByTensor returns, per tensor of m and in its order, the dtype
+// a sink asked for it in ("" for none); nil when it asked for none. A sink
+// lists its conversions in the manifest's order, as they come: they are
+// then matched in one pass, and through an index of the names otherwise.
+// The last of two conversions of a tensor holds.
+func conversionsByTensor(m *tensor.Manifest, convs []plugin.Conversion) ([]tensor.DType, error) {
+	if len(convs) == 0 {
+		return nil, nil
+	}
+	to := make([]tensor.DType, len(m.Tensors))
+	k := 0
+	for i := range m.Tensors {
+		if k < len(convs) && convs[k].Tensor == m.Tensors[i].Name {
+			to[i] = convs[k].To
+			k++
+		}
+	}
+	if k == len(convs) {
+		return to, nil
+	}
+	clear(to)
+	index := m.Index()
+	for _, c := range convs {
+		i, ok := index[c.Tensor]
+		if !ok {
+			return nil, fmt.Errorf("sink asked to convert tensor %q, which it does not receive", c.Tensor)
+		}
+		to[i] = c.To
+	}
+	return to, nil
+}
+
 // routeSink traces every tensor a sink receives back to its source.
-// indexes holds each stage's name → position map, built on first use and
-// shared by the sinks: a lookup per tensor per stage must not scan the
-// stage's list (models have tens of thousands of tensors).
+// indexes holds each transform's name → position map of its input, built
+// on first use and shared by the sinks: a lookup per tensor per stage must
+// not scan the stage's list (models have tens of thousands of tensors). A
+// transform that keeps its input's order (most do) needs none.
 func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan, indexes map[*StagePlan]map[string]int) error {
-	lookup := func(sp *StagePlan, name string) (int, bool) {
+	position := func(sp *StagePlan, name string, guess int) (int, bool) {
+		if guess < len(sp.Out.Tensors) && sp.Out.Tensors[guess].Name == name {
+			return guess, true
+		}
 		index, ok := indexes[sp]
 		if !ok {
 			index = sp.Out.Index()
@@ -241,48 +282,30 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan, indexes map
 		i, ok := index[name]
 		return i, ok
 	}
-	convert := make(map[string]tensor.DType, len(sk.Plan.Convert))
-	for _, c := range sk.Plan.Convert {
-		convert[c.Tensor] = c.To
-	}
-	var received map[string]int
-	if len(convert) > 0 {
-		received = sk.In.Index()
-	}
-	for _, t := range sk.Final.Tensors {
-		r := &Route{}
-		name := t.Name
+	sk.Routes = make([]Route, len(sk.Final.Tensors))
+	for f := range sk.Final.Tensors {
+		r := &sk.Routes[f]
+		at := sk.inIndex[f] // the tensor's place in the stage's output
 		stage := sk.Stage.Input
+		name := byStage[stage].Out.Tensors[at].Name
 		var rev [][]transform.Op
 		for stage.Kind == pipeline.Transform {
-			sp := byStage[stage]
-			i, ok := lookup(sp, name)
+			m := byStage[stage].Mappings[at]
+			rev = append(rev, m.Ops)
+			name, stage = m.From, stage.Input
+			i, ok := position(byStage[stage], name, at)
 			if !ok {
 				return fmt.Errorf("internal: tensor %q not produced by %s", name, stage.Addr())
 			}
-			m := sp.Mappings[i]
-			rev = append(rev, m.Ops)
-			name = m.From
-			stage = stage.Input
+			at = i
 		}
-		if _, ok := lookup(byStage[stage], name); !ok {
-			return fmt.Errorf("internal: tensor %q not read by %s", name, stage.Addr())
-		}
-		r.Source, r.SourceTensor = stage, name
+		r.Source, r.SourceTensor, r.SourceIndex = stage, name, at
 		for i := len(rev) - 1; i >= 0; i-- {
 			r.Ops = append(r.Ops, rev[i]...)
 		}
-		if to, ok := convert[t.Name]; ok {
-			in := &sk.In.Tensors[received[t.Name]]
-			if in.DType != to {
-				op, _, err := transform.ConvertOp(in, to)
-				if err != nil {
-					return err
-				}
-				r.Ops = append(r.Ops, op)
-			}
+		if op := sk.converts[f]; op != nil {
+			r.Ops = append(r.Ops, op)
 		}
-		sk.Routes[t.Name] = r
 	}
 	return nil
 }
@@ -290,57 +313,43 @@ func routeSink(sk *SinkPlan, byStage map[*pipeline.Stage]*StagePlan, indexes map
 // buildTrees merges every route that starts at the same source tensor,
 // sharing ops that are the same value (one quantization feeding two sinks).
 func buildTrees(pl *Plan) []*Tree {
-	type key struct {
-		src  *pipeline.Stage
-		name string
-	}
-	// A tree sorts by its source's place among the stages, then its tensor's
-	// place in the source's list.
-	type sorted struct {
-		tree      *Tree
-		rank, pos int
-	}
-	leaves, sourceTensors := 0, 0
+	// A tree per source tensor that reaches a sink, at most one per leaf,
+	// found by the tensor's place in its source: the trees, their roots and
+	// their other nodes come from one allocation each.
+	leaves, ops := 0, 0
 	for _, sk := range pl.Sinks {
 		leaves += len(sk.Final.Tensors)
+		for i := range sk.Routes {
+			ops += len(sk.Routes[i].Ops)
+		}
 	}
+	type source struct {
+		out   *tensor.Manifest
+		trees []*Tree // by the tensor's place in out
+	}
+	sources := map[*pipeline.Stage]source{}
+	sourceTensors := 0
 	for _, sp := range pl.Stages {
 		if sp.Stage.Kind == pipeline.Source {
+			sources[sp.Stage] = source{sp.Out, make([]*Tree, len(sp.Out.Tensors))}
 			sourceTensors += len(sp.Out.Tensors)
 		}
 	}
-	pos := make(map[key]int, sourceTensors)
-	rank := map[*pipeline.Stage]int{}
-	sourceInfo := map[*pipeline.Stage]*tensor.Manifest{}
-	for i, sp := range pl.Stages {
-		if sp.Stage.Kind != pipeline.Source {
-			continue
-		}
-		sourceInfo[sp.Stage] = sp.Out
-		rank[sp.Stage] = i
-		for j, t := range sp.Out.Tensors {
-			pos[key{sp.Stage, t.Name}] = j
-		}
-	}
-	// A tree per source tensor that reaches a sink, at most one per leaf:
-	// the trees and their roots come from two allocations.
 	n := min(leaves, sourceTensors)
-	trees := make(map[key]*Tree, n)
-	order := make([]sorted, 0, n)
-	treeSlab, rootSlab := make([]Tree, 0, n), make([]Node, 0, n)
+	treeSlab, rootSlab, nodeSlab := make([]Tree, 0, n), make([]Node, 0, n), make([]Node, 0, ops)
+	count := 0
 	for _, sk := range pl.Sinks {
-		for _, t := range sk.Final.Tensors {
-			r := sk.Routes[t.Name]
-			k := key{r.Source, r.SourceTensor}
-			tr, ok := trees[k]
-			if !ok {
-				j := pos[k]
-				info := &sourceInfo[r.Source].Tensors[j]
+		for f, t := range sk.Final.Tensors {
+			r := &sk.Routes[f]
+			src := sources[r.Source]
+			tr := src.trees[r.SourceIndex]
+			if tr == nil {
+				info := &src.out.Tensors[r.SourceIndex]
 				rootSlab = append(rootSlab, Node{Size: info.Size})
 				treeSlab = append(treeSlab, Tree{Source: r.Source, Tensor: *info, Root: &rootSlab[len(rootSlab)-1]})
 				tr = &treeSlab[len(treeSlab)-1]
-				trees[k] = tr
-				order = append(order, sorted{tr, rank[r.Source], j})
+				src.trees[r.SourceIndex] = tr
+				count++
 			}
 			n := tr.Root
 			for _, op := range r.Ops {
@@ -353,7 +362,8 @@ func buildTrees(pl *Plan) []*Tree {
 				}
 				if next == nil {
 					in, out := op.UnitBytes()
-					next = &Node{Op: op, Size: n.Size / in * out}
+					nodeSlab = append(nodeSlab, Node{Op: op, Size: n.Size / in * out})
+					next = &nodeSlab[len(nodeSlab)-1]
 					n.Children = append(n.Children, next)
 				}
 				n = next
@@ -362,13 +372,13 @@ func buildTrees(pl *Plan) []*Tree {
 		}
 	}
 	// Source order first, then tensor order within the source.
-	byPlace := func(a, b sorted) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.pos, b.pos)) }
-	if !slices.IsSortedFunc(order, byPlace) {
-		slices.SortFunc(order, byPlace)
-	}
-	out := make([]*Tree, len(order))
-	for i, o := range order {
-		out[i] = o.tree
+	out := make([]*Tree, 0, count)
+	for _, sp := range pl.Stages {
+		for _, tr := range sources[sp.Stage].trees {
+			if tr != nil {
+				out = append(out, tr)
+			}
+		}
 	}
 	return out
 }

@@ -201,7 +201,10 @@ type sourceEnd struct {
 // sourceEnds returns, for every sink of p, where each tensor it writes ends
 // in the input file it is read from (tensors read from a file by location).
 func sourceEnds(p *plan.Plan) map[*plan.SinkPlan]map[string]sourceEnd {
-	ends := map[*plan.SinkPlan]map[string]sourceEnd{}
+	ends := make(map[*plan.SinkPlan]map[string]sourceEnd, len(p.Sinks))
+	for _, sk := range p.Sinks {
+		ends[sk] = make(map[string]sourceEnd, len(sk.Final.Tensors))
+	}
 	var walk func(n *plan.Node, src sourceEnd)
 	walk = func(n *plan.Node, src sourceEnd) {
 		for _, l := range n.Leaves {
@@ -214,16 +217,21 @@ func sourceEnds(p *plan.Plan) map[*plan.SinkPlan]map[string]sourceEnd {
 			walk(c, src)
 		}
 	}
+	abs := map[string]string{} // each input's absolute path, the tensors of a file being many
 	for _, t := range p.Trees {
 		loc := t.Tensor.Location
 		if loc == nil || t.Root == nil {
 			continue
 		}
-		abs, err := filepath.Abs(loc.Path)
-		if err != nil {
-			continue
+		path, ok := abs[loc.Path]
+		if !ok {
+			var err error
+			if path, err = filepath.Abs(loc.Path); err != nil {
+				continue
+			}
+			abs[loc.Path] = path
 		}
-		walk(t.Root, sourceEnd{path: abs, end: int64(loc.Offset + loc.Length)})
+		walk(t.Root, sourceEnd{path: path, end: int64(loc.Offset + loc.Length)})
 	}
 	return ends
 }

@@ -60,7 +60,7 @@ func ConvertOpScaled(in *tensor.TensorInfo, to tensor.DType, s codec.QScaling) (
 	unit := lcmBlock(in.DType, to)
 	inBytes, _ := in.DType.ByteSize(unit)
 	outBytes, _ := to.ByteSize(unit)
-	return &convertOp{from: in.DType, to: to, unit: unit, inBytes: inBytes, outBytes: outBytes}, out, nil
+	return convertOp{from: in.DType, to: to, unit: unit, inBytes: inBytes, outBytes: outBytes}, out, nil
 }
 
 // lcmBlock returns the least number of elements that is a whole number of
@@ -80,17 +80,20 @@ func lcmBlock(a, b tensor.DType) uint64 {
 	return lo
 }
 
+// convertOp converts between two dtypes of the codec. It is a value, so
+// that two conversions of a tensor alike (two sinks asking for it in the
+// same dtype) are equal ops and the plan runs them once.
 type convertOp struct {
 	from, to          tensor.DType
 	unit              uint64
 	inBytes, outBytes uint64
 }
 
-func (o *convertOp) String() string { return fmt.Sprintf("%s → %s", o.from, o.to) }
+func (o convertOp) String() string { return fmt.Sprintf("%s → %s", o.from, o.to) }
 
-func (o *convertOp) UnitBytes() (uint64, uint64) { return o.inBytes, o.outBytes }
+func (o convertOp) UnitBytes() (uint64, uint64) { return o.inBytes, o.outBytes }
 
-func (o *convertOp) Apply(dst, src []byte) error {
+func (o convertOp) Apply(dst, src []byte) error {
 	n := uint64(len(src)) / o.inBytes * o.unit
 	// A block whose scale is NaN or infinite is damaged input.
 	if err := codec.CheckScales(o.from, src); err != nil {
