@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -452,8 +452,9 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 		l.chunk = 1
 		return l
 	}
-	rootSize := new(big.Int).SetUint64(root.Size)
-	align := big.NewInt(1)
+	// The units in root bytes and their least common multiple are exact
+	// in 64 bits or too large: a chunk must then be the whole tensor.
+	align, tooLarge := uint64(1), false
 	maxRatioNum, maxRatioDen := uint64(1), uint64(1) // largest node size / root size
 	whole := false
 	var walk func(n *plan.Node)
@@ -461,22 +462,24 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 		for _, c := range n.Children {
 			l.nodes++
 			in, _ := c.Op.UnitBytes()
+			unit, ok := root.Size, true // in root bytes
 			if in == 0 || n.Size == 0 || in >= n.Size {
 				whole = whole || (in != 0 && in >= n.Size && n.Size > slot)
-				if in >= n.Size {
-					// The whole parent is one unit.
-					u := new(big.Int).Set(rootSize)
-					align = lcm(align, u)
+				if in < n.Size {
+					unit = 1 // no unit: changes nothing
 				}
+			} else if hi, lo := bits.Mul64(in, root.Size); bits.Rem64(hi, lo, n.Size) != 0 {
+				// in * rootSize / parentSize is no whole number of bytes: the
+				// unit is the whole root
+			} else if hi >= n.Size {
+				ok = false // it needs more than 64 bits
 			} else {
-				// unit in root bytes = in * rootSize / parentSize
-				num := new(big.Int).Mul(new(big.Int).SetUint64(in), rootSize)
-				q, m := new(big.Int).QuoRem(num, new(big.Int).SetUint64(n.Size), new(big.Int))
-				if m.Sign() != 0 {
-					align = lcm(align, rootSize)
-				} else {
-					align = lcm(align, q)
-				}
+				unit, _ = bits.Div64(hi, lo, n.Size)
+			}
+			if !ok {
+				tooLarge = true
+			} else if !tooLarge {
+				align, tooLarge = lcm(align, unit)
 			}
 			if c.Size*maxRatioDen > maxRatioNum*root.Size {
 				maxRatioNum, maxRatioDen = c.Size, root.Size
@@ -485,18 +488,17 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 		}
 	}
 	walk(root)
-	if !align.IsUint64() || whole {
+	if tooLarge || whole {
 		return layout{chunk: 0, nodes: l.nodes, streams: true}
 	}
-	l.align = align.Uint64()
+	l.align = align
 	// chunk * maxRatio ≤ bound → chunk ≤ bound * den / num
 	chunkWithin := func(bound uint64) uint64 {
-		limit := new(big.Int).Mul(new(big.Int).SetUint64(bound), new(big.Int).SetUint64(maxRatioDen))
-		limit.Quo(limit, new(big.Int).SetUint64(maxRatioNum))
-		if !limit.IsUint64() {
-			limit.SetUint64(bound)
+		limit := bound
+		if hi, lo := bits.Mul64(bound, maxRatioDen); hi < maxRatioNum {
+			limit, _ = bits.Div64(hi, lo, maxRatioNum)
 		}
-		return limit.Uint64() / l.align * l.align
+		return limit / l.align * l.align
 	}
 	chunk := chunkWithin(slot)
 	if l.nodes > 0 {
@@ -513,12 +515,18 @@ func planLayout(t *plan.Tree, slot uint64) layout {
 	return l
 }
 
-func lcm(a, b *big.Int) *big.Int {
-	if a.Sign() == 0 || b.Sign() == 0 {
-		return new(big.Int).Set(a)
+// lcm returns the least common multiple of a and b, or a when either is 0;
+// tooLarge when it needs more than 64 bits.
+func lcm(a, b uint64) (m uint64, tooLarge bool) {
+	if a == 0 || b == 0 {
+		return a, false
 	}
-	g := new(big.Int).GCD(nil, nil, a, b)
-	return new(big.Int).Mul(new(big.Int).Quo(a, g), b)
+	g, y := a, b
+	for y != 0 {
+		g, y = y, g%y
+	}
+	hi, lo := bits.Mul64(a/g, b)
+	return lo, hi != 0
 }
 
 // runTree streams one source tensor to every leaf of its tree.
