@@ -1,6 +1,13 @@
 package gguf
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
 
 func BenchmarkVocabulary150k(b *testing.B) {
 	data := vocabFile(150000)
@@ -18,5 +25,30 @@ func BenchmarkDescribeVocabulary150k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		describeOnce(b, path)
+	}
+}
+
+// BenchmarkPlanManyTensors plans a GGUF file of q8_0 from 20,000 bf16
+// tensors, a mixture-of-experts checkpoint's count: the sink's work before
+// a run's first byte moves, once at Plan and once at Begin.
+func BenchmarkPlanManyTensors(b *testing.B) {
+	m := &tensor.Manifest{Tensors: make([]tensor.TensorInfo, 20000)}
+	for i := range m.Tensors {
+		m.Tensors[i] = tensor.TensorInfo{Name: fmt.Sprintf("model.layers.%d.mlp.experts.%d.down_proj.weight", i/64, i%64),
+			DType: tensor.BF16, Shape: []uint64{64, 128}, Size: 16384}
+	}
+	s, err := NewSink(&SinkConfig{Path: filepath.Join(b.TempDir(), "out.gguf"), DType: "q8_0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := s.Plan(context.Background(), m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Convert) != len(m.Tensors) {
+			b.Fatalf("%d conversions planned, want %d", len(p.Convert), len(m.Tensors))
+		}
 	}
 }

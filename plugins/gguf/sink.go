@@ -37,6 +37,11 @@ func SinkType() plugin.SinkType {
 type Sink struct {
 	cfg   SinkConfig
 	dtype tensor.DType // "" keeps each tensor's dtype
+	// dtypeInfo describes dtype, and asked is the plan's reason for a
+	// tensor converted to it: the same for every tensor of a model of tens
+	// of thousands, so made once.
+	dtypeInfo tensor.Info
+	asked     string
 
 	mu      sync.Mutex
 	files   []*atomicfile.File
@@ -76,7 +81,7 @@ func NewSink(cfg *SinkConfig) (*Sink, error) {
 		if info.GGML == tensor.NoGGML || !canEncode(d) {
 			return nil, plugin.ConfigErrorf("dtype", "%s cannot be written to GGUF by Sluice; choose one of %s", d, strings.Join(writableDTypes(), ", "))
 		}
-		s.dtype = d
+		s.dtype, s.dtypeInfo, s.asked = d, info, fmt.Sprintf("dtype = %q", d)
 	}
 	if cfg.Alignment != 0 && (cfg.Alignment < 0 || !ValidAlignment(uint64(cfg.Alignment))) {
 		return nil, plugin.ConfigErrorf("alignment", "%d is not a power of two (1, 2, 4, … 2^31)", cfg.Alignment)
@@ -371,7 +376,7 @@ func (s *Sink) decide(t *tensor.TensorInfo, keepF32 bool) (tensor.DType, string,
 			return tensor.F32, fmt.Sprintf("GGUF cannot hold %s; expanded to f32", t.DType), nil
 		}
 	}
-	winfo, _ := want.Info()
+	winfo := s.dtypeInfo
 	if winfo.Kind == tensor.KindBlock {
 		ne := NeFromShape(t.Shape)
 		if len(ne) == 1 {
@@ -392,7 +397,7 @@ func (s *Sink) decide(t *tensor.TensorInfo, keepF32 bool) (tensor.DType, string,
 	if t.DType == tensor.BF16 && want == tensor.F16 {
 		return want, "bf16 → f16 as asked: values beyond ±65504 become infinite", nil
 	}
-	return want, fmt.Sprintf("dtype = %q", want), nil
+	return want, s.asked, nil
 }
 
 // Plan decides dtypes, names and files from the manifest alone.

@@ -140,9 +140,13 @@ type encoder struct{ b *bytes.Buffer }
 
 func (e encoder) raw(p []byte) { e.b.Write(p) }
 func (e encoder) u8(v uint8)   { e.b.WriteByte(v) }
-func (e encoder) u16(v uint16) { e.b.Write(binary.LittleEndian.AppendUint16(nil, v)) }
-func (e encoder) u32(v uint32) { e.b.Write(binary.LittleEndian.AppendUint32(nil, v)) }
-func (e encoder) u64(v uint64) { e.b.Write(binary.LittleEndian.AppendUint64(nil, v)) }
+
+// The integers are appended to the buffer's free space, not to a slice of
+// their own: a header holds one for every tensor dimension and vocabulary
+// token.
+func (e encoder) u16(v uint16) { e.b.Write(binary.LittleEndian.AppendUint16(e.b.AvailableBuffer(), v)) }
+func (e encoder) u32(v uint32) { e.b.Write(binary.LittleEndian.AppendUint32(e.b.AvailableBuffer(), v)) }
+func (e encoder) u64(v uint64) { e.b.Write(binary.LittleEndian.AppendUint64(e.b.AvailableBuffer(), v)) }
 func (e encoder) str(s string) { e.u64(uint64(len(s))); e.b.WriteString(s) }
 
 func (e encoder) keyValue(key string, v tensor.Value) error {
