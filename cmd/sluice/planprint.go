@@ -146,17 +146,15 @@ func planJSON(pl *plan.Plan) map[string]any {
 		for _, f := range sk.Plan.Files {
 			files = append(files, map[string]any{"path": f.Path, "size": f.Size, "tensors": f.Tensors})
 		}
-		var tensors []map[string]any
+		tensors := make([]tensorJSON, len(sk.Final.Tensors))
 		for i, t := range sk.Final.Tensors {
 			r := sk.Routes[i]
 			var ops []string
 			for _, op := range r.Ops {
 				ops = append(ops, op.String())
 			}
-			tensors = append(tensors, map[string]any{
-				"name": t.Name, "dtype": string(t.DType), "shape": t.Shape, "bytes": t.Size,
-				"source": r.Source.Addr(), "source_tensor": r.SourceTensor, "ops": ops,
-			})
+			tensors[i] = tensorJSON{Bytes: t.Size, DType: string(t.DType), Name: t.Name, Ops: ops, Shape: t.Shape,
+				Source: r.Source.Addr(), SourceTensor: r.SourceTensor}
 		}
 		sinks = append(sinks, map[string]any{
 			"address": sk.Stage.Addr(), "type": sk.Stage.Type, "files": files, "tensors": tensors,
@@ -164,6 +162,19 @@ func planJSON(pl *plan.Plan) map[string]any {
 		})
 	}
 	return map[string]any{"pipeline_digest": pl.Pipeline.Digest, "stages": stages, "sinks": sinks}
+}
+
+// tensorJSON is one tensor of a sink in the --json form of a plan: a struct,
+// not a map, for models of tens of thousands of tensors, with its fields in
+// the order of their keys, as a map's are written.
+type tensorJSON struct {
+	Bytes        uint64   `json:"bytes"`
+	DType        string   `json:"dtype"`
+	Name         string   `json:"name"`
+	Ops          []string `json:"ops"`
+	Shape        []uint64 `json:"shape"`
+	Source       string   `json:"source"`
+	SourceTensor string   `json:"source_tensor"`
 }
 
 func decisionsJSON(ds []plugin.Decision) []map[string]string {
