@@ -216,7 +216,7 @@ func planSink(ctx context.Context, s *pipeline.Stage, sink plugin.Sink, in *Stag
 			continue
 		}
 		var op transform.Op
-		out := tensor.TensorInfo{}
+		var out tensor.TensorInfo
 		if convert != nil && convert[i] != "" && convert[i] != t.DType {
 			if op, out, err = transform.ConvertOp(t, convert[i]); err != nil {
 				return nil, err

@@ -150,9 +150,6 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 	// Sized once: a model of tens of thousands of tensors would otherwise
 	// grow these by doubling, each time into fresh memory.
 	tensors := make([]planned, 0, len(in.Tensors))
-	if s.dtype != "" {
-		out.convert = make([]plugin.Conversion, 0, len(in.Tensors)) // most tensors, when a dtype is set
-	}
 	shards := 0
 	if conv != nil {
 		out.notes = append(out.notes, plugin.Decision{Msg: fmt.Sprintf("converted as llama.cpp's converter converts %s: general.architecture %q, hyperparameters from config.json, tokenizer keys, tensors renamed (model.layers.N.* → blk.N.*, model.embed_tokens → token_embd, lm_head → output)", conv.family, conv.arch)})
@@ -192,6 +189,11 @@ func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 			return nil, err
 		}
 		if to != t.DType {
+			if out.convert == nil {
+				// Sized once, at the first, for every tensor left: a dtype
+				// converts most of them.
+				out.convert = make([]plugin.Conversion, 0, len(in.Tensors)-i)
+			}
 			out.convert = append(out.convert, plugin.Conversion{Tensor: t.Name, To: to, Reason: reason})
 		} else if reason != "" {
 			out.notes = append(out.notes, plugin.Decision{Tensor: t.Name, Msg: reason})
