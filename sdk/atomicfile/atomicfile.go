@@ -12,11 +12,13 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -31,6 +33,9 @@ type File struct {
 	noFsync   bool
 	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
 	followers []*Follower // dig and those Follow started
+	// readers is followers for the early syncs, which must not wait for mu:
+	// Commit and Abort hold it while they wait for the sync in flight.
+	readers atomic.Pointer[[]*Follower]
 
 	writeback Writeback // what was written since its writeback last started
 
@@ -56,6 +61,7 @@ func Create(path string, size int64) (*File, error) {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	af := &File{File: f, final: path}
+	af.writeback.DropBehind(af.readFront)
 	// CreateTemp makes the file private; outputs get the usual permissions.
 	if err := f.Chmod(0o666 &^ umask()); err != nil {
 		af.Abort()
@@ -226,7 +232,10 @@ func (f *File) Commit() error {
 // Written records that bytes [off, off+n) of the file were just written,
 // and hands them to the kernel's writeback as Writeback does, unless the
 // file will not be synced (SkipFsync): then the kernel writes the pages
-// back when it likes, after the run if it likes.
+// back when it likes, after the run if it likes. The early syncs drop the
+// pages they made durable from the page cache once the file's followers
+// (StartDigest, Follow) have read them (Writeback.DropBehind); a file whose
+// digest was relayed (RelayDigest) keeps them, for its digest's new reader.
 func (f *File) Written(off, n int64) {
 	if f.Fsyncs() {
 		f.writeback.Written(f.File, off, n)
@@ -313,6 +322,18 @@ func (h *DoneHooks) End() {
 	for _, fn := range fns {
 		fn()
 	}
+}
+
+// readFront returns the offset before which none of the file's followers
+// reads any more.
+func (f *File) readFront() int64 {
+	front := int64(math.MaxInt64)
+	if readers := f.readers.Load(); readers != nil {
+		for _, d := range *readers {
+			front = min(front, d.ReadFront())
+		}
+	}
+	return front
 }
 
 // cancelFollowers stops every follower and waits for them, so the file can

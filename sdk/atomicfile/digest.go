@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -86,6 +88,8 @@ func (f *File) followLocked(h hash.Hash, from int64) *Follower {
 		return d
 	}
 	f.followers = append(f.followers, d)
+	readers := slices.Clone(f.followers)
+	f.readers.Store(&readers)
 	go d.run()
 	return d
 }
@@ -142,6 +146,23 @@ func (d *Follower) relaying() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.relay != nil
+}
+
+// ReadFront returns the offset before which the follower reads nothing any
+// more: how far it hashed; the end of any file once it was stopped; 0 once
+// its digest was relayed (File.RelayDigest), as the reader it went to
+// hashes the file from the start. A writer that drops the file's pages from
+// the page cache (Writeback.DropBehind) keeps those it has yet to read.
+func (d *Follower) ReadFront() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.relay != nil:
+		return 0
+	case d.stop:
+		return math.MaxInt64
+	}
+	return d.hashed.Load()
 }
 
 // relayFurther tells the relay how far the bytes are final, if further

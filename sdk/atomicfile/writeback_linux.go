@@ -17,3 +17,10 @@ func StartWriteback(fd uintptr, off, n int64) {
 func datasync(fd uintptr) error {
 	return unix.Fdatasync(int(fd))
 }
+
+// dropPages asks the kernel to drop the clean pages of [off, off+n) of the
+// file fd from the page cache (posix_fadvise POSIX_FADV_DONTNEED). It is a
+// hint: errors are ignored.
+func dropPages(fd uintptr, off, n int64) {
+	unix.Fadvise(int(fd), off, n, unix.FADV_DONTNEED)
+}

@@ -9,3 +9,6 @@ const writebackHints = false
 func StartWriteback(fd uintptr, off, n int64) {}
 
 func datasync(fd uintptr) error { return nil }
+
+// dropPages does nothing where posix_fadvise is not used.
+func dropPages(fd uintptr, off, n int64) {}

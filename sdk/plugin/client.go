@@ -360,7 +360,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 	}
 	dctx, cancel := s.c.unary(ctx, "the sink's direct targets")
 	defer cancel()
-	d, err := s.c.openDirect(dctx, s.session, !opts.NoFsync)
+	d, err := s.c.openDirect(dctx, s.session, !opts.NoFsync, opts.Digests)
 	if err != nil {
 		return s.c.callErr(dctx, err)
 	}

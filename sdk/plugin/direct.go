@@ -85,13 +85,14 @@ const (
 // output files, open in this process, and the tensors it may write into
 // them itself.
 type directWrites struct {
-	c       *rpcClient
-	conn    *net.UnixConn
-	lane    *laneConn
-	files   []*directFile
-	paths   []string
-	targets map[string]*directTarget
-	fsyncs  bool // the sink syncs its outputs at Commit: start writeback early
+	c          *rpcClient
+	conn       *net.UnixConn
+	lane       *laneConn
+	files      []*directFile
+	paths      []string
+	targets    map[string]*directTarget
+	fsyncs     bool // the sink syncs its outputs at Commit: start writeback early
+	askDigests bool // the run asked the sink for its files' digests
 
 	mu       sync.Mutex
 	pending  []uint32 // written, not yet told
@@ -132,6 +133,34 @@ type directFile struct {
 	writeback atomicfile.Writeback
 	hooks     atomicfile.DoneHooks
 	closed    sync.Once
+
+	// digests says the run asked for the file's digest, which the plugin
+	// may hand over to the host (digest) or compute in its own process.
+	digests bool
+	digest  atomic.Pointer[atomicfile.Follower]
+}
+
+// newDirectFile returns the host's view of a file the plugin passed. Its
+// early syncs drop the pages they made durable from the page cache once
+// nobody is to read them (readFront).
+func newDirectFile(fd int, fsyncs, digests bool) *directFile {
+	f := &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: fsyncs, digests: digests}
+	f.writeback.DropBehind(f.readFront)
+	return f
+}
+
+// readFront returns the offset before which the host reads nothing of the
+// file any more: how far the digest it computes hashed, or the start of the
+// file while the run asked for a digest the plugin has not handed over, as
+// the plugin may yet, or may compute it by reading the file in its process.
+func (f *directFile) readFront() int64 {
+	if dg := f.digest.Load(); dg != nil {
+		return dg.ReadFront()
+	}
+	if f.digests {
+		return 0
+	}
+	return math.MaxInt64
 }
 
 // Written records that bytes [off, off+n) were just written, and hands
@@ -159,14 +188,14 @@ func (f *directFile) close() {
 // openDirect opens session's direct lane and takes the sink's targets. It
 // returns nil, and ends the lane, when the sink offers none; an error then
 // is the one the plugin ended the lane with.
-func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs bool) (*directWrites, error) {
+func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs, digests bool) (*directWrites, error) {
 	conn, err := c.lanes.openConn(laneDirect)
 	if err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), fsyncs: fsyncs}
+	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), fsyncs: fsyncs, askDigests: digests}
 	if err := d.handshake(session); err != nil {
 		d.close()
 		return nil, err
@@ -215,6 +244,7 @@ func (d *directWrites) followDigest(payload []byte) error {
 	}
 	if d.digests[i] == nil {
 		d.digests[i] = atomicfile.NewFollower(d.files[i].File, d.paths[i], sha256.New(), 0)
+		d.files[i].digest.Store(d.digests[i])
 	}
 	d.digests[i].Final(0, end)
 	return nil
@@ -282,7 +312,7 @@ func (d *directWrites) handshake(session uint64) error {
 	}
 	fds, err := receiveFiles(d.conn)
 	for _, fd := range fds {
-		d.files = append(d.files, &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: d.fsyncs})
+		d.files = append(d.files, newDirectFile(fd, d.fsyncs, d.askDigests))
 	}
 	d.digests = make([]*atomicfile.Follower, len(d.files))
 	if err != nil {

@@ -8,17 +8,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluice-ml/sluice/internal/testwait"
 	"github.com/sluice-ml/sluice/sdk/atomicfile"
 	pb "github.com/sluice-ml/sluice/sdk/proto/v1"
 	"github.com/sluice-ml/sluice/sdk/tensor"
@@ -398,6 +401,45 @@ func TestDirectEarlySyncErrorNamesTheOutput(t *testing.T) {
 	if err := d.syncErr(); err != nil {
 		t.Errorf("syncErr of a file not synced = %v, want nil", err)
 	}
+}
+
+// The host drops the pages of a sink's file from the page cache behind its
+// early syncs only once nobody is to read them: at once when the run asked
+// for no digest, not before the digest the plugin may hand over reaches
+// them, and never while the plugin may read the file for its digest
+// itself.
+func TestDirectFileKeepsWhatItsDigestHasToRead(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Each directFile owns its descriptor, as one passed over the lane does.
+	open := func(digests bool) *directFile {
+		fd, err := syscall.Dup(int(f.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		df := newDirectFile(fd, true, digests)
+		t.Cleanup(df.close)
+		return df
+	}
+	if got := open(false).readFront(); got != math.MaxInt64 {
+		t.Errorf("no digest asked for: read front %d, want the end of any file", got)
+	}
+	df := open(true)
+	if got := df.readFront(); got != 0 {
+		t.Errorf("a digest asked for, not handed over: read front %d, want 0", got)
+	}
+	const hashed = 1 << 20
+	if _, err := f.WriteAt(make([]byte, hashed), 0); err != nil {
+		t.Fatal(err)
+	}
+	dg := atomicfile.NewFollower(df.File, "out/model.gguf", sha256.New(), 0)
+	defer dg.Stop()
+	df.digest.Store(dg)
+	dg.Final(0, hashed)
+	testwait.Until(t, "the host's digest to read the final bytes", func() bool { return df.readFront() == hashed })
 }
 
 // FuzzServeDirectLane feeds the plugin's end of a direct lane arbitrary
