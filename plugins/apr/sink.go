@@ -79,9 +79,15 @@ type Sink struct {
 
 // createFile starts an output (or a spool file) under a temporary name,
 // unsynced at its commit when Begin was told so. No digest: the sink
-// computes each output's SHA-256 itself as it seals it.
+// computes each output's SHA-256 itself as it seals it, reading the file
+// back, so the file keeps its pages in the page cache until then.
 func (s *Sink) createFile(path string, size int64) (*atomicfile.File, error) {
-	return plugin.CreateOutput(path, size, plugin.BeginOptions{NoFsync: s.noFsync})
+	f, err := plugin.CreateOutput(path, size, plugin.BeginOptions{NoFsync: s.noFsync})
+	if err != nil {
+		return nil, err
+	}
+	f.KeepCached()
+	return f, nil
 }
 
 // metaCache keeps the metadata derived in Plan for Begin, which gets the

@@ -235,7 +235,8 @@ func (f *File) Commit() error {
 // back when it likes, after the run if it likes. The early syncs drop the
 // pages they made durable from the page cache once the file's followers
 // (StartDigest, Follow) have read them (Writeback.DropBehind); a file whose
-// digest was relayed (RelayDigest) keeps them, for its digest's new reader.
+// digest was relayed (RelayDigest) keeps them, for its digest's new reader,
+// and so does a file told KeepCached.
 func (f *File) Written(off, n int64) {
 	if f.Fsyncs() {
 		f.writeback.Written(f.File, off, n)
@@ -323,6 +324,14 @@ func (h *DoneHooks) End() {
 		fn()
 	}
 }
+
+// KeepCached keeps the file's pages in the page cache after its early
+// syncs, which otherwise drop those no follower reads any more (Written). A
+// writer that reads the file back itself once it is written (a checksum at
+// Commit, a spool compressed into the output) calls it before its first
+// write: reading the pages back from the disk would cost more than the
+// memory they hold.
+func (f *File) KeepCached() { f.writeback.DropBehind(nil) }
 
 // readFront returns the offset before which none of the file's followers
 // reads any more.

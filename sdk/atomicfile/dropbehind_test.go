@@ -102,6 +102,20 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 		f.Abort()
 	})
 
+	t.Run("kept cached", func(t *testing.T) {
+		drops := recordDrops(t, false)
+		f, err := Create(filepath.Join(dir, "kept"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.KeepCached() // its writer reads it back at Commit
+		writeBack(f, 0, 2*EarlySyncStep)
+		if got := drops(); len(got) != 0 {
+			t.Errorf("early syncs dropped up to %v of a file told KeepCached", got)
+		}
+		f.Abort()
+	})
+
 	t.Run("a relayed digest", func(t *testing.T) {
 		drops := recordDrops(t, false)
 		f, err := Create(filepath.Join(dir, "relayed"), 0)
