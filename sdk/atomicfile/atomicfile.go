@@ -31,11 +31,11 @@ type File struct {
 	done      bool
 	committed bool
 	noFsync   bool
-	dig       *Follower   // the whole file's SHA-256; nil unless StartDigest
-	followers []*Follower // dig and those Follow started
-	// readers is followers for the early syncs, which must not wait for mu:
-	// Commit and Abort hold it while they wait for the sync in flight.
-	readers atomic.Pointer[[]*Follower]
+	dig       *Follower // the whole file's SHA-256; nil unless StartDigest
+	// followers holds dig and those Follow started, a new list at each, so
+	// that the early syncs read it without mu: Commit and Abort hold mu
+	// while they wait for the sync in flight.
+	followers atomic.Pointer[[]*Follower]
 
 	writeback Writeback // what was written since its writeback last started
 
@@ -337,18 +337,24 @@ func (f *File) KeepCached() { f.writeback.DropBehind(nil) }
 // reads any more.
 func (f *File) readFront() int64 {
 	front := int64(math.MaxInt64)
-	if readers := f.readers.Load(); readers != nil {
-		for _, d := range *readers {
-			front = min(front, d.ReadFront())
-		}
+	for _, d := range f.followerList() {
+		front = min(front, d.ReadFront())
 	}
 	return front
+}
+
+// followerList returns the file's followers.
+func (f *File) followerList() []*Follower {
+	if l := f.followers.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // cancelFollowers stops every follower and waits for them, so the file can
 // be closed.
 func (f *File) cancelFollowers() {
-	for _, d := range f.followers {
+	for _, d := range f.followerList() {
 		d.cancel()
 	}
 }

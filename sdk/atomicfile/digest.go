@@ -87,9 +87,8 @@ func (f *File) followLocked(h hash.Hash, from int64) *Follower {
 		close(d.done)
 		return d
 	}
-	f.followers = append(f.followers, d)
-	readers := slices.Clone(f.followers)
-	f.readers.Store(&readers)
+	followers := append(slices.Clip(f.followerList()), d)
+	f.followers.Store(&followers)
 	go d.run()
 	return d
 }
@@ -189,10 +188,7 @@ func (f *File) Final(off, n int64) {
 	if n <= 0 {
 		return
 	}
-	f.mu.Lock()
-	followers := f.followers
-	f.mu.Unlock()
-	for _, d := range followers {
+	for _, d := range f.followerList() {
 		d.final(span{off, off + n})
 	}
 }

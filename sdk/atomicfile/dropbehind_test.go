@@ -52,13 +52,17 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-
-	t.Run("no followers", func(t *testing.T) {
-		drops := recordDrops(t, false)
-		f, err := Create(filepath.Join(dir, "plain"), 0)
+	create := func(t *testing.T, name string) *File {
+		f, err := Create(filepath.Join(dir, name), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return f
+	}
+
+	t.Run("no followers", func(t *testing.T) {
+		drops := recordDrops(t, false)
+		f := create(t, "plain")
 		writeBack(f, 0, 2*EarlySyncStep)
 		if err := f.Commit(); err != nil {
 			t.Fatal(err)
@@ -70,10 +74,7 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 
 	t.Run("a digest that has read nothing", func(t *testing.T) {
 		drops := recordDrops(t, false)
-		f, err := Create(filepath.Join(dir, "waiting"), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := create(t, "waiting")
 		f.StartDigest() // nothing is final: it reads nothing before Commit
 		writeBack(f, 0, 2*EarlySyncStep)
 		if got := drops(); len(got) != 0 {
@@ -84,10 +85,7 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 
 	t.Run("a digest part of the way", func(t *testing.T) {
 		drops := recordDrops(t, false)
-		f, err := Create(filepath.Join(dir, "hashing"), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := create(t, "hashing")
 		const hashed = 3 * digestRead
 		if _, err := f.WriteAt(bytes.Repeat([]byte{7}, hashed), 0); err != nil {
 			t.Fatal(err)
@@ -104,10 +102,7 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 
 	t.Run("kept cached", func(t *testing.T) {
 		drops := recordDrops(t, false)
-		f, err := Create(filepath.Join(dir, "kept"), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := create(t, "kept")
 		f.KeepCached() // its writer reads it back at Commit
 		writeBack(f, 0, 2*EarlySyncStep)
 		if got := drops(); len(got) != 0 {
@@ -118,10 +113,7 @@ func TestEarlySyncsDropWhatNobodyReads(t *testing.T) {
 
 	t.Run("a relayed digest", func(t *testing.T) {
 		drops := recordDrops(t, false)
-		f, err := Create(filepath.Join(dir, "relayed"), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := create(t, "relayed")
 		f.StartDigest()
 		f.RelayDigest(func(int64) {})
 		f.Final(0, 2*EarlySyncStep)

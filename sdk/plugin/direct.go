@@ -108,11 +108,6 @@ type directWrites struct {
 	ended  chan struct{}
 	end    error
 	ending atomic.Bool // the host sent its 'e'
-
-	// digests[i] computes the SHA-256 of files[i] when the plugin handed
-	// it over (protocol 1.9, DirectHashTo); nil otherwise. Only the
-	// goroutine that reads the plugin's frames sets them, before ended.
-	digests []*atomicfile.Follower
 }
 
 // directTarget is a DirectTarget on the host's side.
@@ -135,7 +130,10 @@ type directFile struct {
 	closed    sync.Once
 
 	// digests says the run asked for the file's digest, which the plugin
-	// may hand over to the host (digest) or compute in its own process.
+	// may hand over to the host or compute in its own process. digest
+	// computes it once the plugin handed it over (protocol 1.9,
+	// DirectHashTo); only the goroutine that reads the plugin's frames sets
+	// it, before the lane ended.
 	digests bool
 	digest  atomic.Pointer[atomicfile.Follower]
 }
@@ -242,11 +240,13 @@ func (d *directWrites) followDigest(payload []byte) error {
 	if err != nil {
 		return err
 	}
-	if d.digests[i] == nil {
-		d.digests[i] = atomicfile.NewFollower(d.files[i].File, d.paths[i], sha256.New(), 0)
-		d.files[i].digest.Store(d.digests[i])
+	f := d.files[i]
+	dg := f.digest.Load()
+	if dg == nil {
+		dg = atomicfile.NewFollower(f.File, d.paths[i], sha256.New(), 0)
+		f.digest.Store(dg)
 	}
-	d.digests[i].Final(0, end)
+	dg.Final(0, end)
 	return nil
 }
 
@@ -271,7 +271,7 @@ func parseHashTo(payload []byte, files int) (file int, end int64, err error) {
 // reads it back). Call it after the sink's Commit, once the lane ended.
 func (d *directWrites) digestOf(path string, size uint64) (sha string, ok bool, err error) {
 	for i, p := range d.paths {
-		dg := d.digest(i)
+		dg := d.files[i].digest.Load()
 		if p != path || dg == nil {
 			continue
 		}
@@ -314,7 +314,6 @@ func (d *directWrites) handshake(session uint64) error {
 	for _, fd := range fds {
 		d.files = append(d.files, newDirectFile(fd, d.fsyncs, d.askDigests))
 	}
-	d.digests = make([]*atomicfile.Follower, len(d.files))
 	if err != nil {
 		return laneBroken(fmt.Errorf("direct lane: %w", err))
 	}
@@ -508,21 +507,12 @@ func (d *directWrites) close() {
 	if d.ended != nil {
 		<-d.ended // no digest starts after this
 	}
-	for i, f := range d.files {
-		if dg := d.digest(i); dg != nil {
+	for _, f := range d.files {
+		if dg := f.digest.Load(); dg != nil {
 			dg.Stop()
 		}
 		f.close()
 	}
-}
-
-// digest returns the follower computing the digest of files[i], nil when
-// the host does not compute it.
-func (d *directWrites) digest(i int) *atomicfile.Follower {
-	if i < len(d.digests) {
-		return d.digests[i]
-	}
-	return nil
 }
 
 // laneStatus returns the error a lane's status frame carries, nil for OK.
