@@ -31,6 +31,7 @@ type convertFlags struct {
 	printPipeline bool
 	planOnly      bool
 	fsync         bool
+	keepCache     bool
 }
 
 // signingKeyVar is the sensitive variable that carries --key into the
@@ -93,6 +94,7 @@ either: the pipeline reads them from the sensitive variable signing_key
 	f.BoolVar(&cf.printPipeline, "print-pipeline", false, "print the equivalent pipeline as HCL instead of running it")
 	f.BoolVar(&cf.planOnly, "plan", false, "show the plan (every per-tensor decision and output file) without writing anything")
 	f.BoolVar(&cf.fsync, "fsync", true, "sync the output before renaming it into place (see sluice run --fsync)")
+	f.BoolVar(&cf.keepCache, "keep-cache", false, "leave the output in the page cache as it is written (see sluice run --keep-cache)")
 	cmd.RegisterFlagCompletionFunc("dtype", completeWords(dtypeNames()...))
 	cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
@@ -295,7 +297,7 @@ func (a *app) runConvert(cmd *cobra.Command, src []byte, env []string, cf *conve
 	if err != nil {
 		return err
 	}
-	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !cf.fsync}
+	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !cf.fsync, keepCache: cf.keepCache}
 	defer pr.close()
 	cwd, _ := os.Getwd()
 	p, diags := pipeline.LoadSource("convert.hcl", src, cwd, pipeline.Options{Environ: env})

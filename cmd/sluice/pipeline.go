@@ -133,6 +133,8 @@ type prepared struct {
 	arena *plugin.Arena
 	// noFsync renames the outputs into place without syncing them.
 	noFsync bool
+	// keepCache leaves the outputs' pages in the page cache.
+	keepCache bool
 }
 
 func (pr *prepared) close() {
@@ -268,6 +270,7 @@ func (a *app) runPlan(ctx context.Context, pr *prepared, pl *plan.Plan) (*run.Re
 		Sources:    pr.sess.Env.Sources,
 		Progress:   prog,
 		NoFsync:    pr.noFsync,
+		KeepCache:  pr.keepCache,
 	})
 	prog.finish(err == nil)
 	if err != nil {

@@ -19,6 +19,7 @@ type runFlags struct {
 	partition     string
 	manifest      bool
 	fsync         bool
+	keepCache     bool
 	digestCache   bool
 }
 
@@ -32,6 +33,8 @@ func (rf *runFlags) add(cmd *cobra.Command) {
 		"take the SHA-256 of an input (or of the sluice and plugin binaries) the run manifest records from the user's digest cache when the file has the size and time it was hashed at, and add the files this run hashes to it (docs/operations.md)")
 	cmd.Flags().BoolVar(&rf.fsync, "fsync", true,
 		"sync every output before renaming it into place; false still never leaves a half-written file under an output's name when sluice is killed, but a crash of the machine may (for outputs that are uploaded or thrown away at once)")
+	cmd.Flags().BoolVar(&rf.keepCache, "keep-cache", false,
+		"leave each output in the page cache as it is written, for a next step that reads it at once (loading, testing or uploading the model); by default the pages each early sync made durable are dropped once the run has read them, so that a conversion does not push other processes' files out of memory")
 }
 
 func (rf *runFlags) parse() (*run.Partition, error) {
@@ -59,7 +62,7 @@ func (a *app) runRecorded(ctx context.Context, path string, vf varFlags, rf runF
 	if err != nil {
 		return err
 	}
-	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !rf.fsync}
+	pr := &prepared{h: h, arena: arena, heap: heap, noFsync: !rf.fsync, keepCache: rf.keepCache}
 	defer pr.close()
 	if pr.p, err = a.load(path, vf, h); err != nil {
 		return err

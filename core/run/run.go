@@ -49,6 +49,10 @@ type Options struct {
 	// run --fsync=false): sinks are begun with BeginOptions.NoFsync, and
 	// detached signatures are renamed into place unsynced.
 	NoFsync bool
+	// KeepCache leaves the outputs in the page cache as they are written
+	// (sluice run --keep-cache): sinks are begun with
+	// BeginOptions.KeepCache.
+	KeepCache bool
 }
 
 // Progress receives progress reports. Implementations must be safe for
@@ -103,7 +107,7 @@ func Execute(ctx context.Context, pl *plan.Plan, opts Options) (*Result, error) 
 	}
 	for _, sk := range pl.Sinks {
 		begun = append(begun, sk)
-		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID, NoFsync: opts.NoFsync}
+		opt := plugin.BeginOptions{SigningKey: sk.SigningKey, SigningKeyID: sk.SigningKeyID, NoFsync: opts.NoFsync, KeepCache: opts.KeepCache}
 		if err := sk.Sink.Begin(ctx, sk.Final, opt); err != nil {
 			return nil, abort(&plan.StageError{Stage: sk.Stage, Err: noSpace(sk, err)})
 		}

@@ -330,7 +330,8 @@ func (h *DoneHooks) End() {
 // writer that reads the file back itself once it is written (a checksum at
 // Commit, a spool compressed into the output) calls it before its first
 // write: reading the pages back from the disk would cost more than the
-// memory they hold.
+// memory they hold. So does one whose user reads the file next
+// (plugin.BeginOptions.KeepCache).
 func (f *File) KeepCached() { f.writeback.DropBehind(nil) }
 
 // readFront returns the offset before which none of the file's followers

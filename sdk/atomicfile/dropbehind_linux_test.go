@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluice-ml/sluice/internal/pagecache"
 )
 
 // A file written past an early sync leaves the pages that sync made
@@ -18,7 +17,9 @@ func TestDropBehindLeavesThePagesOnDisk(t *testing.T) {
 		t.Skip("no writeback hints on this system")
 	}
 	dir := t.TempDir()
-	if !dropsPages(t, dir) {
+	if drops, err := pagecache.Drops(dir); err != nil {
+		t.Fatal(err)
+	} else if !drops {
 		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
 	}
 	drops := recordDrops(t, true)
@@ -64,44 +65,12 @@ func TestDropBehindLeavesThePagesOnDisk(t *testing.T) {
 }
 
 // residentPages returns how many of the pages of f's first n bytes are in
-// the page cache (mincore).
+// the page cache.
 func residentPages(t *testing.T, f *os.File, n int64) int {
 	t.Helper()
-	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	r, err := pagecache.Resident(f, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(m)
-	page := int64(os.Getpagesize())
-	vec := make([]byte, (n+page-1)/page)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != 0 {
-		t.Fatalf("mincore: %v", errno)
-	}
-	resident := 0
-	for _, v := range vec {
-		resident += int(v & 1)
-	}
-	return resident
-}
-
-// dropsPages reports whether the file system of dir drops a synced file's
-// pages from the page cache when asked to (tmpfs keeps them: they are the
-// file).
-func dropsPages(t *testing.T, dir string) bool {
-	t.Helper()
-	f, err := os.CreateTemp(dir, "probe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	const n = 1 << 20
-	if _, err := f.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	dropFileCache(f, n)
-	return residentPages(t, f, n) == 0
+	return r
 }

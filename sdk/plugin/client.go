@@ -342,7 +342,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 	}
 	req := &pb.BeginRequest{
 		Session: s.session, Manifest: manifestToProto(m, s.c.forms()), SigningKey: opts.SigningKey, SigningKeyId: opts.SigningKeyID,
-		Finalize: opts.Finalize, Digests: opts.Digests, NoFsync: opts.NoFsync,
+		Finalize: opts.Finalize, Digests: opts.Digests, NoFsync: opts.NoFsync, KeepCache: opts.KeepCache,
 	}
 	for _, i := range opts.Shards {
 		if i < 1 || uint64(i) > math.MaxUint32 {
@@ -360,7 +360,7 @@ func (s *remoteSink) Begin(ctx context.Context, m *tensor.Manifest, opts BeginOp
 	}
 	dctx, cancel := s.c.unary(ctx, "the sink's direct targets")
 	defer cancel()
-	d, err := s.c.openDirect(dctx, s.session, !opts.NoFsync, opts.Digests)
+	d, err := s.c.openDirect(dctx, s.session, directOptions{fsyncs: !opts.NoFsync, digests: opts.Digests, keepCache: opts.KeepCache})
 	if err != nil {
 		return s.c.callErr(dctx, err)
 	}

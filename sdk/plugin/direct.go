@@ -85,14 +85,13 @@ const (
 // output files, open in this process, and the tensors it may write into
 // them itself.
 type directWrites struct {
-	c          *rpcClient
-	conn       *net.UnixConn
-	lane       *laneConn
-	files      []*directFile
-	paths      []string
-	targets    map[string]*directTarget
-	fsyncs     bool // the sink syncs its outputs at Commit: start writeback early
-	askDigests bool // the run asked the sink for its files' digests
+	c       *rpcClient
+	conn    *net.UnixConn
+	lane    *laneConn
+	files   []*directFile
+	paths   []string
+	targets map[string]*directTarget
+	opts    directOptions
 
 	mu       sync.Mutex
 	pending  []uint32 // written, not yet told
@@ -108,6 +107,14 @@ type directWrites struct {
 	ended  chan struct{}
 	end    error
 	ending atomic.Bool // the host sent its 'e'
+}
+
+// directOptions are what the sink's Begin options say of the files the
+// host writes into over its direct lane.
+type directOptions struct {
+	fsyncs    bool // the sink syncs its outputs at Commit: start writeback early
+	digests   bool // the run asked the sink for its files' digests
+	keepCache bool // the user reads the outputs next: leave their pages cached
 }
 
 // directTarget is a DirectTarget on the host's side.
@@ -140,10 +147,12 @@ type directFile struct {
 
 // newDirectFile returns the host's view of a file the plugin passed. Its
 // early syncs drop the pages they made durable from the page cache once
-// nobody is to read them (readFront).
-func newDirectFile(fd int, fsyncs, digests bool) *directFile {
-	f := &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: fsyncs, digests: digests}
-	f.writeback.DropBehind(f.readFront)
+// nobody is to read them (readFront), unless opts.keepCache.
+func newDirectFile(fd int, opts directOptions) *directFile {
+	f := &directFile{File: os.NewFile(uintptr(fd), "direct output"), fsyncs: opts.fsyncs, digests: opts.digests}
+	if !opts.keepCache {
+		f.writeback.DropBehind(f.readFront)
+	}
 	return f
 }
 
@@ -186,14 +195,14 @@ func (f *directFile) close() {
 // openDirect opens session's direct lane and takes the sink's targets. It
 // returns nil, and ends the lane, when the sink offers none; an error then
 // is the one the plugin ended the lane with.
-func (c *rpcClient) openDirect(ctx context.Context, session uint64, fsyncs, digests bool) (*directWrites, error) {
+func (c *rpcClient) openDirect(ctx context.Context, session uint64, opts directOptions) (*directWrites, error) {
 	conn, err := c.lanes.openConn(laneDirect)
 	if err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), fsyncs: fsyncs, askDigests: digests}
+	d := &directWrites{c: c, conn: conn, lane: newLaneConn(conn), opts: opts}
 	if err := d.handshake(session); err != nil {
 		d.close()
 		return nil, err
@@ -312,7 +321,7 @@ func (d *directWrites) handshake(session uint64) error {
 	}
 	fds, err := receiveFiles(d.conn)
 	for _, fd := range fds {
-		d.files = append(d.files, newDirectFile(fd, d.fsyncs, d.askDigests))
+		d.files = append(d.files, newDirectFile(fd, d.opts))
 	}
 	if err != nil {
 		return laneBroken(fmt.Errorf("direct lane: %w", err))

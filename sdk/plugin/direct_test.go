@@ -206,6 +206,7 @@ func writeAll(ctx context.Context, sk Sink, data map[string]TensorData) error {
 // that takes one, protocol 1.8) or as a message each, and whether the host
 // computed the digests (1.9) or the sink's process did.
 func TestDirectWritesLandInTheSinksFiles(t *testing.T) {
+	t.Run("host of 1.10", func(t *testing.T) { testDirectWritesLand(t, 10) })
 	t.Run("host of 1.9", func(t *testing.T) { testDirectWritesLand(t, 9) })
 	t.Run("host of 1.8", func(t *testing.T) { testDirectWritesLand(t, 8) })
 	t.Run("host of 1.7", func(t *testing.T) { testDirectWritesLand(t, 7) })
@@ -420,7 +421,7 @@ func TestDirectFileKeepsWhatItsDigestHasToRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		df := newDirectFile(fd, true, digests)
+		df := newDirectFile(fd, directOptions{fsyncs: true, digests: digests})
 		t.Cleanup(df.close)
 		return df
 	}

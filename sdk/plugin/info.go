@@ -11,12 +11,13 @@ import (
 // without fsync, 1.3 series of tensor writes over one stream, 1.4 converted
 // tensors gathered into one message, 1.5 string arrays in one block, 1.6
 // write lanes, 1.7 direct writes, 1.8 tensor tables in one block, 1.9 digests
-// of direct writes computed by the host). Minors
+// of direct writes computed by the host, 1.10 outputs kept in the page
+// cache on request). Minors
 // are additive: a peer of another minor of the same major works with this
 // one.
 const (
 	ProtocolVersion = 1
-	ProtocolMinor   = 9
+	ProtocolMinor   = 10
 )
 
 // Info describes a running plugin: what `sluice plugins list` shows and what

@@ -10,7 +10,7 @@ import (
 // (atomicfile.Create, space reserved when size > 0), set up as Begin's
 // options ask: hashed as it is written when opts.Digests (declare the bytes
 // that will not change with File.Final), renamed unsynced at its commit
-// when opts.NoFsync.
+// when opts.NoFsync, its pages kept in the page cache when opts.KeepCache.
 func CreateOutput(path string, size int64, opts BeginOptions) (*atomicfile.File, error) {
 	f, err := atomicfile.Create(path, size)
 	if err != nil {
@@ -21,6 +21,9 @@ func CreateOutput(path string, size int64, opts BeginOptions) (*atomicfile.File,
 	}
 	if opts.NoFsync {
 		f.SkipFsync()
+	}
+	if opts.KeepCache {
+		f.KeepCached()
 	}
 	return f, nil
 }

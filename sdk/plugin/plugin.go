@@ -161,6 +161,12 @@ type BeginOptions struct {
 	// leaves their writeback to the kernel. The rename must stay atomic.
 	// A sink may ignore it. (Protocol 1.2.)
 	NoFsync bool
+	// KeepCache says the user wants the outputs to stay in the page cache
+	// once written (sluice run --keep-cache): a next step reads them at
+	// once. Files started with CreateOutput then keep their pages
+	// (atomicfile.File.KeepCached) instead of dropping them behind their
+	// early syncs. A sink may ignore it. (Protocol 1.10.)
+	KeepCache bool
 }
 
 // TensorData is the bytes of one tensor, delivered to a sink front to back.

@@ -347,7 +347,7 @@ func (s sinkServer) Begin(ctx context.Context, req *pb.BeginRequest) (*pb.Empty,
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	opts := BeginOptions{SigningKey: req.SigningKey, SigningKeyID: req.SigningKeyId, Finalize: req.Finalize, Digests: req.Digests, NoFsync: req.NoFsync}
+	opts := BeginOptions{SigningKey: req.SigningKey, SigningKeyID: req.SigningKeyId, Finalize: req.Finalize, Digests: req.Digests, NoFsync: req.NoFsync, KeepCache: req.KeepCache}
 	for _, i := range req.Shards {
 		opts.Shards = append(opts.Shards, int(i))
 	}

@@ -1,0 +1,68 @@
+package plugin
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/sluice-ml/sluice/internal/pagecache"
+	"github.com/sluice-ml/sluice/sdk/atomicfile"
+	"github.com/sluice-ml/sluice/sdk/tensor"
+)
+
+// An output's early syncs drop the pages they made durable from the page
+// cache, both in a file the host writes into over a direct lane and in one
+// the sink writes itself; a sink begun with KeepCache (protocol 1.10) keeps
+// every page of both.
+func TestKeepCacheKeepsTheOutputsPages(t *testing.T) {
+	if drops, err := pagecache.Drops(t.TempDir()); err != nil {
+		t.Fatal(err)
+	} else if !drops {
+		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
+	}
+	// One tensor a file: the host writes "big" into out0.bin, the sink
+	// "permuted" into out1.bin. Each reaches past the first early sync.
+	const size = atomicfile.EarlySyncStep + atomicfile.WritebackStep
+	sizes := map[string]int{"big": size, "permuted": size}
+	names := []string{"big", "permuted"}
+	pages := int(atomicfile.EarlySyncStep / int64(os.Getpagesize()))
+	for _, keep := range []bool{false, true} {
+		ds := newDirectSink(t.TempDir(), sizes, names)
+		sk, _, _ := laneSink(t, ds)
+		ctx := context.Background()
+		if err := sk.Begin(ctx, &tensor.Manifest{}, BeginOptions{KeepCache: keep}); err != nil {
+			t.Fatal(err)
+		}
+		data := map[string]TensorData{}
+		for _, n := range names {
+			data[n] = BytesData(contentOf(n, size))
+		}
+		if err := writeAll(ctx, sk, data); err != nil {
+			t.Fatal(err)
+		}
+		arts, err := sk.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range arts {
+			writer := map[int]string{0: "the host", 1: "the sink"}[i]
+			f, err := os.Open(a.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resident, err := pagecache.Resident(f, atomicfile.EarlySyncStep)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The kernel may reclaim a few pages of its own accord: all
+			// but 1 %.
+			switch {
+			case keep && resident < pages-pages/100:
+				t.Errorf("KeepCache: %d of the %d pages %s synced early in %s are cached, want all but a few", resident, pages, writer, a.Path)
+			case !keep && resident != 0:
+				t.Errorf("%d of the %d pages %s synced early in %s are still cached, want them dropped", resident, pages, writer, a.Path)
+			}
+		}
+	}
+}
