@@ -217,23 +217,35 @@ func sourceEnds(p *plan.Plan) map[*plan.SinkPlan]map[string]sourceEnd {
 			walk(c, src)
 		}
 	}
-	abs := map[string]string{} // each input's absolute path, the tensors of a file being many
+	abs := absPaths{}
 	for _, t := range p.Trees {
 		loc := t.Tensor.Location
 		if loc == nil || t.Root == nil {
 			continue
 		}
-		path, ok := abs[loc.Path]
-		if !ok {
-			var err error
-			if path, err = filepath.Abs(loc.Path); err != nil {
-				continue
-			}
-			abs[loc.Path] = path
+		if path, ok := abs.of(loc.Path); ok {
+			walk(t.Root, sourceEnd{path: path, end: int64(loc.Offset + loc.Length)})
 		}
-		walk(t.Root, sourceEnd{path: path, end: int64(loc.Offset + loc.Length)})
 	}
 	return ends
+}
+
+// absPaths remembers the absolute path of each path it was asked for: the
+// tensors of one file are many, and filepath.Abs of a relative path asks
+// the system for the working directory each time.
+type absPaths map[string]string
+
+// of returns path made absolute, and false when it cannot be.
+func (a absPaths) of(path string) (string, bool) {
+	if abs, ok := a[path]; ok {
+		return abs, true
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	a[path] = abs
+	return abs, true
 }
 
 // Write writes the tensor, then moves its input's read front past it.

@@ -278,14 +278,15 @@ func (pv *Provenance) InputFiles(pl *plan.Plan) []string {
 	for _, f := range pv.candidates {
 		set[f] = true
 	}
+	abs := absPaths{}
 	for _, sp := range pl.Stages {
 		if sp.Stage.Kind != pipeline.Source || sp.Out == nil {
 			continue
 		}
 		for _, t := range sp.Out.Tensors {
 			if t.Location != nil {
-				if abs, err := filepath.Abs(t.Location.Path); err == nil {
-					set[abs] = true
+				if p, ok := abs.of(t.Location.Path); ok {
+					set[p] = true
 				}
 			}
 		}
@@ -304,10 +305,11 @@ func (pv *Provenance) InputFiles(pl *plan.Plan) []string {
 // trees lie in (absolute).
 func locationFiles(trees []*plan.Tree) map[string]bool {
 	set := map[string]bool{}
+	abs := absPaths{}
 	for _, t := range trees {
 		if t.Tensor.Location != nil {
-			if abs, err := filepath.Abs(t.Tensor.Location.Path); err == nil {
-				set[abs] = true
+			if p, ok := abs.of(t.Tensor.Location.Path); ok {
+				set[p] = true
 			}
 		}
 	}
