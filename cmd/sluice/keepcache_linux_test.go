@@ -18,11 +18,7 @@ import (
 // writes its file itself (apsim; protocol 1.10).
 func TestKeepCacheLeavesTheOutputCached(t *testing.T) {
 	dir := t.TempDir()
-	if drops, err := pagecache.Drops(dir); err != nil {
-		t.Fatal(err)
-	} else if !drops {
-		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
-	}
+	pagecache.SkipUnlessDropping(t, dir)
 	// About 110 MB of bf16 in one file: the output passes its first early
 	// sync with room to spare.
 	model := filepath.Join(dir, "model")

@@ -5,6 +5,7 @@ package pagecache
 import (
 	"fmt"
 	"os"
+	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -53,4 +54,18 @@ func Drops(dir string) (bool, error) {
 	}
 	r, err := Resident(f, n)
 	return r == 0, err
+}
+
+// SkipUnlessDropping skips t when the file system of dir keeps a synced
+// file's pages cached when asked to drop them, where a test of what is
+// dropped sees nothing.
+func SkipUnlessDropping(t testing.TB, dir string) {
+	t.Helper()
+	drops, err := Drops(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !drops {
+		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
+	}
 }

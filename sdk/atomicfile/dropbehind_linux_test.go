@@ -17,11 +17,7 @@ func TestDropBehindLeavesThePagesOnDisk(t *testing.T) {
 		t.Skip("no writeback hints on this system")
 	}
 	dir := t.TempDir()
-	if drops, err := pagecache.Drops(dir); err != nil {
-		t.Fatal(err)
-	} else if !drops {
-		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
-	}
+	pagecache.SkipUnlessDropping(t, dir)
 	drops := recordDrops(t, true)
 	const size = EarlySyncStep + WritebackStep
 	data := make([]byte, size)

@@ -15,11 +15,7 @@ import (
 // the sink writes itself; a sink begun with KeepCache (protocol 1.10) keeps
 // every page of both.
 func TestKeepCacheKeepsTheOutputsPages(t *testing.T) {
-	if drops, err := pagecache.Drops(t.TempDir()); err != nil {
-		t.Fatal(err)
-	} else if !drops {
-		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
-	}
+	pagecache.SkipUnlessDropping(t, t.TempDir())
 	// One tensor a file: the host writes "big" into out0.bin, the sink
 	// "permuted" into out1.bin. Each reaches past the first early sync.
 	const size = atomicfile.EarlySyncStep + atomicfile.WritebackStep
