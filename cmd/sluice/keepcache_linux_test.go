@@ -59,8 +59,9 @@ func testKeepCache(t *testing.T, model, out, mode string, keep bool) {
 		t.Fatal(err)
 	}
 	pages := int(atomicfile.EarlySyncStep / int64(os.Getpagesize()))
-	// The kernel may reclaim a few pages of its own accord (one run in many
-	// lost 10 of 16,384 kept): all but 1 %. Without the option the early
+	// The kernel may reclaim a few pages of its own accord (a guest running
+	// DAMON's pageout evicts pages it finds cold: one run in many lost 10
+	// of 16,384 kept): all but 1 %. Without the option the early
 	// sync drops what was written back when it began, less what was
 	// written again meanwhile, which depends on the timing: some of it.
 	switch {

@@ -51,8 +51,9 @@ func TestKeepCacheKeepsTheOutputsPages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The kernel may reclaim a few pages of its own accord: all
-			// but 1 %.
+			// The kernel may reclaim a few pages of its own accord (a
+			// guest running DAMON's pageout evicts pages it finds cold):
+			// all but 1 %.
 			switch {
 			case keep && resident < pages-pages/100:
 				t.Errorf("KeepCache: %d of the %d pages %s synced early in %s are cached, want all but a few", resident, pages, writer, a.Path)
