@@ -51,12 +51,13 @@ func TestKeepCacheKeepsTheOutputsPages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The kernel may reclaim a few pages of its own accord (a
-			// guest running DAMON's pageout evicts pages it finds cold):
-			// all but 1 %.
+			// A guest running DAMON's pageout evicts pages it finds
+			// cold of its own accord, more the longer the test takes (up
+			// to 512 of 16,384 under the race detector): three quarters
+			// must stay, where a dropped stretch keeps none.
 			switch {
-			case keep && resident < pages-pages/100:
-				t.Errorf("KeepCache: %d of the %d pages %s synced early in %s are cached, want all but a few", resident, pages, writer, a.Path)
+			case keep && resident < pages*3/4:
+				t.Errorf("KeepCache: %d of the %d pages %s synced early in %s are cached, want nearly all", resident, pages, writer, a.Path)
 			case !keep && resident != 0:
 				t.Errorf("%d of the %d pages %s synced early in %s are still cached, want them dropped", resident, pages, writer, a.Path)
 			}
