@@ -49,12 +49,7 @@ func testKeepCache(t *testing.T, model, out, mode string, keep bool) {
 		args = append(args, "--keep-cache")
 	}
 	mustRun(t, args...)
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	resident, err := pagecache.Resident(f, atomicfile.EarlySyncStep)
+	resident, err := pagecache.ResidentPath(out, atomicfile.EarlySyncStep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,20 @@ func Resident(f *os.File, n int64) (int, error) {
 	return resident, nil
 }
 
-// Drops reports whether the file system of dir drops a synced file's pages
+// ResidentPath is Resident of the file at path.
+func ResidentPath(path string, n int64) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return Resident(f, n)
+}
+
+// drops reports whether the file system of dir drops a synced file's pages
 // from the page cache when asked to (posix_fadvise DONTNEED); tmpfs keeps
 // them: they are the file.
-func Drops(dir string) (bool, error) {
+func drops(dir string) (bool, error) {
 	f, err := os.CreateTemp(dir, "probe")
 	if err != nil {
 		return false, err
@@ -61,11 +71,11 @@ func Drops(dir string) (bool, error) {
 // dropped sees nothing.
 func SkipUnlessDropping(t testing.TB, dir string) {
 	t.Helper()
-	drops, err := Drops(dir)
+	ok, err := drops(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !drops {
+	if !ok {
 		t.Skip("this file system keeps a synced file's pages cached when asked to drop them (tmpfs?)")
 	}
 }

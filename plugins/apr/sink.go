@@ -82,12 +82,7 @@ type Sink struct {
 // computes each output's SHA-256 itself as it seals it, reading the file
 // back, so the file keeps its pages in the page cache until then.
 func (s *Sink) createFile(path string, size int64) (*atomicfile.File, error) {
-	f, err := plugin.CreateOutput(path, size, plugin.BeginOptions{NoFsync: s.noFsync})
-	if err != nil {
-		return nil, err
-	}
-	f.KeepCached()
-	return f, nil
+	return plugin.CreateOutput(path, size, plugin.BeginOptions{NoFsync: s.noFsync, KeepCache: true})
 }
 
 // metaCache keeps the metadata derived in Plan for Begin, which gets the

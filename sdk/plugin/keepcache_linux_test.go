@@ -42,12 +42,7 @@ func TestKeepCacheKeepsTheOutputsPages(t *testing.T) {
 		}
 		for i, a := range arts {
 			writer := map[int]string{0: "the host", 1: "the sink"}[i]
-			f, err := os.Open(a.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resident, err := pagecache.Resident(f, atomicfile.EarlySyncStep)
-			f.Close()
+			resident, err := pagecache.ResidentPath(a.Path, atomicfile.EarlySyncStep)
 			if err != nil {
 				t.Fatal(err)
 			}
