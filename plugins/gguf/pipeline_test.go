@@ -35,20 +35,9 @@ func runPipelineWith(t testing.TB, m *tensor.Manifest, open func(name string) (p
 	if err != nil {
 		return nil, nil, err
 	}
-	arrive := m.Clone()
-	converted := map[string]tensor.DType{}
-	for _, c := range plan.Convert {
-		if conv == nil {
-			return nil, plan, fmt.Errorf("test pipeline cannot convert %s to %s", c.Tensor, c.To)
-		}
-		ti, _ := arrive.Tensor(c.Tensor)
-		ti.DType = c.To
-		ti.Size, err = c.To.ShapeByteSize(ti.Shape)
-		if err != nil {
-			return nil, plan, err
-		}
-		ti.Location = nil
-		converted[c.Tensor] = c.To
+	arrive, converted, err := arrival(m, plan, conv != nil)
+	if err != nil {
+		return nil, plan, err
 	}
 	dropped := map[string]bool{}
 	for _, d := range plan.Drop {
@@ -93,6 +82,40 @@ func runPipelineWith(t testing.TB, m *tensor.Manifest, open func(name string) (p
 	}
 	arts, err := sink.Commit(ctx)
 	return arts, plan, err
+}
+
+// arrival is the manifest a sink's Begin gets after plan, as the core makes
+// it: the tensors plan drops left out, those it converts in their new dtype
+// and size, no longer in a file; and the conversions by tensor. canConvert
+// false makes any conversion an error.
+func arrival(m *tensor.Manifest, plan *plugin.SinkPlan, canConvert bool) (*tensor.Manifest, map[string]tensor.DType, error) {
+	converted := map[string]tensor.DType{}
+	for _, c := range plan.Convert {
+		if !canConvert {
+			return nil, nil, fmt.Errorf("test pipeline cannot convert %s to %s", c.Tensor, c.To)
+		}
+		converted[c.Tensor] = c.To
+	}
+	dropped := map[string]bool{}
+	for _, d := range plan.Drop {
+		dropped[d.Tensor] = true
+	}
+	arrive := &tensor.Manifest{Metadata: m.Metadata.Clone()}
+	for i := range m.Tensors {
+		ti := m.Tensors[i].Clone()
+		if dropped[ti.Name] {
+			continue
+		}
+		if to, ok := converted[ti.Name]; ok {
+			size, err := to.ShapeByteSize(ti.Shape)
+			if err != nil {
+				return nil, nil, err
+			}
+			ti.DType, ti.Size, ti.Location = to, size, nil
+		}
+		arrive.Tensors = append(arrive.Tensors, ti)
+	}
+	return arrive, converted, nil
 }
 
 // copyGGUF runs a gguf source into a gguf sink.

@@ -43,6 +43,10 @@ type Sink struct {
 	dtypeInfo tensor.Info
 	asked     string
 
+	// planned is the last Plan's input and output, which Begin reuses when
+	// its manifest is that input as the plan converts it.
+	planned *plannedOutput
+
 	mu      sync.Mutex
 	files   []*atomicfile.File
 	targets map[string]*target
@@ -127,8 +131,9 @@ type output struct {
 }
 
 // build decides everything from the manifest: target dtypes, names, metadata,
-// files and byte layouts. Plan and Begin both call it; for a manifest that
-// already arrives in the planned dtypes it asks for no conversion.
+// files and byte layouts. Plan calls it, and Begin too unless it can reuse
+// the plan (plannedOutput.reuse); for a manifest that already arrives in the
+// planned dtypes it asks for no conversion.
 func (s *Sink) build(in *tensor.Manifest) (*output, error) {
 	out := &output{permutes: map[string]*permuteSpec{}}
 	conv, err := newHFConversion(s.cfg.Architecture, in)
@@ -408,6 +413,9 @@ func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan,
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	s.planned = &plannedOutput{in: in, out: out}
+	s.mu.Unlock()
 	// Every file of a split set stands alone (split.* keys in each, no
 	// index), so shards can be written by separate runs.
 	p := &plugin.SinkPlan{Convert: out.convert, Drop: out.drops, Notes: out.notes, Partitions: true}
@@ -420,9 +428,16 @@ func (s *Sink) Plan(ctx context.Context, in *tensor.Manifest) (*plugin.SinkPlan,
 // Begin creates every output under a temporary name, sized to its final
 // size (so the padding is zeros), and writes each header.
 func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginOptions) error {
-	out, err := s.build(m)
-	if err != nil {
-		return err
+	s.mu.Lock()
+	planned := s.planned
+	s.planned = nil
+	s.mu.Unlock()
+	out := planned.reuse(m)
+	if out == nil {
+		var err error
+		if out, err = s.build(m); err != nil {
+			return err
+		}
 	}
 	if len(out.convert) > 0 {
 		c := out.convert[0]
@@ -434,12 +449,19 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 	if s.files != nil || s.finalize {
 		return fmt.Errorf("gguf sink %s: Begin called twice", s.cfg.Path)
 	}
-	s.targets = map[string]*target{}
 	if opts.Finalize {
 		// A split set has no index: every shard already carries split.*.
 		s.finalize = true
 		return nil
 	}
+	// Sized once, and the targets made in one block per file: a model of
+	// tens of thousands of tensors would otherwise make as many small
+	// allocations, and grow the map and the lists by doubling.
+	n := 0
+	for _, f := range out.files {
+		n += len(f.inNames)
+	}
+	s.targets = make(map[string]*target, n)
 	want := map[int]bool{}
 	for _, i := range opts.Shards {
 		if i < 1 || i > len(out.files) {
@@ -459,7 +481,8 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 		}
 		s.files = append(s.files, af)
 		// extents[0] is the header's, extents[i+1] tensor i's.
-		starts, sizes := []int64{0}, []int64{int64(len(f.layout.Header))}
+		starts, sizes := make([]int64, 1, len(f.layout.Offsets)+1), make([]int64, 1, len(f.layout.Offsets)+1)
+		sizes[0] = int64(len(f.layout.Header))
 		for i, off := range f.layout.Offsets {
 			starts = append(starts, int64(off))
 			sizes = append(sizes, int64(f.layout.Sizes[i]))
@@ -477,11 +500,13 @@ func (s *Sink) Begin(ctx context.Context, m *tensor.Manifest, opts plugin.BeginO
 			}
 			af.Final(int64(f.layout.Offsets[i]), extents[i+1])
 		}
+		block := make([]target, len(f.inNames))
 		for i, name := range f.inNames {
 			if name == "" {
 				continue
 			}
-			s.targets[name] = &target{file: fi, offset: f.layout.Offsets[i], size: f.layout.Sizes[i], extent: extents[i+1], permute: out.permutes[name]}
+			block[i] = target{file: fi, offset: f.layout.Offsets[i], size: f.layout.Sizes[i], extent: extents[i+1], permute: out.permutes[name]}
+			s.targets[name] = &block[i]
 		}
 	}
 	return nil
@@ -538,7 +563,7 @@ func (s *Sink) Write(ctx context.Context, name string, data plugin.TensorData) e
 func (s *Sink) DirectTargets() []plugin.DirectTarget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []plugin.DirectTarget
+	out := make([]plugin.DirectTarget, 0, len(s.targets))
 	for name, t := range s.targets {
 		if t.permute == nil && !t.written {
 			out = append(out, plugin.DirectTarget{Tensor: name, File: s.files[t.file], Offset: t.offset, Size: t.size})

@@ -35,6 +35,8 @@ type Source interface {
 type Sink interface {
 	// Plan decides, from the manifest alone, the dtype each tensor must
 	// arrive in and the files that will be written. It has no side effects.
+	// The host does not change in afterwards, so a sink may keep it, and
+	// what it decided, for the Begin that follows.
 	Plan(ctx context.Context, in *tensor.Manifest) (*SinkPlan, error)
 	// Begin creates the outputs under temporary names. m is the manifest as
 	// it will arrive, after the conversions the plan asked for.
