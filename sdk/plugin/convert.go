@@ -131,7 +131,9 @@ func manifestToProto(m *tensor.Manifest, forms wireForms) *pb.Manifest {
 
 // ManifestFromProto converts a manifest from its wire form, checking every
 // value. Dtypes are not checked here: a manifest may list tensors of dtypes
-// the receiver cannot decode.
+// the receiver cannot decode. The manifest shares memory with p (shapes,
+// attributes, the strings of a packed tensor table), so p must not change
+// afterwards: decode it, hand it over, drop it.
 func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 	if p == nil {
 		return nil, fmt.Errorf("missing manifest")
@@ -148,7 +150,7 @@ func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 		if len(p.Tensors) > 0 {
 			return nil, fmt.Errorf("tensors %w", errBothForms)
 		}
-		ts, err := parseTensorTable(p.PackedTensors)
+		ts, err := parseOwnedTensorTable(p.PackedTensors)
 		if err != nil {
 			return nil, fmt.Errorf("packed tensor table: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -264,11 +265,24 @@ func (r *tableReader) count(what string, min int) int {
 }
 
 // parseTensorTable reads a packed tensor table. Errors name the byte at
-// fault and, past the strings, the tensor.
+// fault and, past the strings, the tensor. One copy of b holds every
+// string's bytes; each string is a piece of it.
 func parseTensorTable(b []byte) ([]tensor.TensorInfo, error) {
+	return parseTensorTableOf(b, string(b))
+}
+
+// parseOwnedTensorTable is parseTensorTable for a table that nothing changes
+// afterwards, as a field protobuf decoded into memory of its own: the
+// strings are pieces of b itself. It spares a copy of the table (1.1 MB for
+// 20,000 tensors) in fresh memory, which a plugin process or a host that has
+// just started pays for by the page.
+func parseOwnedTensorTable(b []byte) ([]tensor.TensorInfo, error) {
+	return parseTensorTableOf(b, unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// parseTensorTableOf reads table b, whose bytes all holds as a string.
+func parseTensorTableOf(b []byte, all string) ([]tensor.TensorInfo, error) {
 	r := &tableReader{b: b}
-	// One string holds every string's bytes; each string is a piece of it.
-	all := string(b)
 	strs := r.strings(all)
 	str := func(what string) string { return r.pick(what, strs) }
 	// A tensor takes six bytes at least: a name's length, dtype, rank, size,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -61,6 +62,45 @@ func TestTensorTableRoundTrip(t *testing.T) {
 	empty, err := parseTensorTable(appendTensorTable(nil, nil))
 	if err != nil || len(empty) != 0 {
 		t.Errorf("an empty table read as %v, %v", empty, err)
+	}
+}
+
+// TestOwnedTensorTableSharesItsBytes: a table nothing changes afterwards is
+// read without a copy, each name a piece of the table itself, into the
+// same tensors; a table read the other way owns a copy.
+func TestOwnedTensorTableSharesItsBytes(t *testing.T) {
+	ts := tableTensors()
+	b := appendTensorTable(nil, ts)
+	inTable := func(s string) bool {
+		p, start := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		return p >= start && p+uintptr(len(s)) <= start+uintptr(len(b))
+	}
+	owned, err := parseOwnedTensorTable(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(owned, ts) {
+		t.Fatalf("the tensors changed in a round trip:\n got %+v\nwant %+v", owned, ts)
+	}
+	copied, err := parseTensorTable(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range owned {
+		if !inTable(owned[i].Name) {
+			t.Errorf("tensor %d's name %q is a copy, not a piece of the table", i, owned[i].Name)
+		}
+		if inTable(copied[i].Name) {
+			t.Errorf("tensor %d's name %q read by parseTensorTable lies in the table it was given", i, copied[i].Name)
+		}
+	}
+	// ManifestFromProto reads the table protobuf decoded that way.
+	m, err := ManifestFromProto(&pb.Manifest{PackedTensors: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inTable(m.Tensors[0].Name) {
+		t.Error("ManifestFromProto copied the packed table")
 	}
 }
 
