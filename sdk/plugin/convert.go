@@ -150,7 +150,7 @@ func ManifestFromProto(p *pb.Manifest) (*tensor.Manifest, error) {
 		if len(p.Tensors) > 0 {
 			return nil, fmt.Errorf("tensors %w", errBothForms)
 		}
-		ts, err := parseOwnedTensorTable(p.PackedTensors)
+		ts, err := parseTensorTable(p.PackedTensors)
 		if err != nil {
 			return nil, fmt.Errorf("packed tensor table: %w", err)
 		}

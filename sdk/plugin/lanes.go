@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -88,6 +87,10 @@ func (l *laneConn) writeFrame(kind byte, m proto.Message) error {
 // the run's budget for as long as the session.
 const laneBufferKept = 1 << 20
 
+// frameAhead is how far beyond the bytes that arrived readFrame's buffer
+// may grow.
+const frameAhead = 1 << 20
+
 // keptBuffer returns b emptied for reuse, or nil when it is too large to
 // keep.
 func keptBuffer(b []byte) []byte {
@@ -111,11 +114,14 @@ func (l *laneConn) readFrame() (kind byte, payload []byte, err error) {
 	}
 	// The buffer grows with the bytes that arrive, not with what the
 	// length claims: a peer cannot make this process allocate 256 MiB by
-	// announcing a frame it never sends.
+	// announcing a frame it never sends, only a MiB ahead of what it sent.
+	// A frame of a MiB (a direct lane's 20,000 targets) then takes one
+	// buffer instead of doubling into it from 64 KiB, copying each time.
 	b := l.rbuf[:0]
 	for len(b) < int(n) {
 		if len(b) == cap(b) {
-			b = slices.Grow(b, min(int(n), max(2*cap(b), 64<<10))-len(b))
+			grown := make([]byte, len(b), min(int(n), max(2*cap(b), frameAhead)))
+			b = grown[:copy(grown, b)]
 		}
 		m, err := l.r.Read(b[len(b):min(int(n), cap(b))])
 		b = b[:len(b)+m]

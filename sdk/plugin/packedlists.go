@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -125,10 +126,12 @@ func appendDirectTargets(b []byte, targets []packedTarget) []byte {
 }
 
 // parseDirectTargets reads a packed list of direct targets. Files are not
-// checked here: the host checks every target as it takes them.
+// checked here: the host checks every target as it takes them. As
+// parseTensorTable does, it reads the names in place: b must not change
+// afterwards.
 func parseDirectTargets(b []byte) ([]packedTarget, error) {
 	r := &tableReader{b: b}
-	all := string(b)
+	all := unsafe.String(unsafe.SliceData(b), len(b))
 	// A target takes four bytes at least: a name's length, file, offset,
 	// size.
 	targets := make([]packedTarget, r.count("target count", 4))

@@ -65,42 +65,44 @@ func TestTensorTableRoundTrip(t *testing.T) {
 	}
 }
 
-// TestOwnedTensorTableSharesItsBytes: a table nothing changes afterwards is
-// read without a copy, each name a piece of the table itself, into the
-// same tensors; a table read the other way owns a copy.
-func TestOwnedTensorTableSharesItsBytes(t *testing.T) {
-	ts := tableTensors()
-	b := appendTensorTable(nil, ts)
-	inTable := func(s string) bool {
+// TestPackedTablesAreReadInPlace: a tensor table's names and a direct
+// target list's are pieces of the bytes read, not copies, and so are those
+// of the manifest ManifestFromProto makes of a message holding a table.
+func TestPackedTablesAreReadInPlace(t *testing.T) {
+	within := func(s string, b []byte) bool {
 		p, start := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 		return p >= start && p+uintptr(len(s)) <= start+uintptr(len(b))
 	}
-	owned, err := parseOwnedTensorTable(b)
+	ts := tableTensors()
+	b := appendTensorTable(nil, ts)
+	got, err := parseTensorTable(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(owned, ts) {
-		t.Fatalf("the tensors changed in a round trip:\n got %+v\nwant %+v", owned, ts)
+	if !reflect.DeepEqual(got, ts) {
+		t.Fatalf("the tensors changed in a round trip:\n got %+v\nwant %+v", got, ts)
 	}
-	copied, err := parseTensorTable(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range owned {
-		if !inTable(owned[i].Name) {
-			t.Errorf("tensor %d's name %q is a copy, not a piece of the table", i, owned[i].Name)
-		}
-		if inTable(copied[i].Name) {
-			t.Errorf("tensor %d's name %q read by parseTensorTable lies in the table it was given", i, copied[i].Name)
+	for i := range got {
+		if !within(got[i].Name, b) || got[i].Location != nil && !within(got[i].Location.Path, b) {
+			t.Errorf("tensor %d's name %q or path is a copy, not a piece of the table", i, got[i].Name)
 		}
 	}
-	// ManifestFromProto reads the table protobuf decoded that way.
 	m, err := ManifestFromProto(&pb.Manifest{PackedTensors: b})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inTable(m.Tensors[0].Name) {
+	if !within(m.Tensors[0].Name, b) {
 		t.Error("ManifestFromProto copied the packed table")
+	}
+	list := appendDirectTargets(nil, []packedTarget{{tensor: "a.weight", offset: 64, size: 8}, {tensor: "b.weight", offset: 128, size: 8}})
+	targets, err := parseDirectTargets(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range targets {
+		if !within(x.tensor, list) {
+			t.Errorf("target %q is a copy, not a piece of the list", x.tensor)
+		}
 	}
 }
 
