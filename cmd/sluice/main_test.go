@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// Runs add the inputs they hash to the user's input digest cache: keep
-	// the tests' own, and out of the user's.
+	// the tests' own, and out of the user's. The go commands the tests run
+	// get the user's back (goCommand).
+	userCacheHome, userHasCacheHome = os.LookupEnv("XDG_CACHE_HOME")
 	cache, err := os.MkdirTemp("", "sluice-test-cache-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
