@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,21 @@ func TestRoundsAlternateTheModesOfAScenario(t *testing.T) {
 	}
 	if items[1] != op || items[2] != ip {
 		t.Error("roundOrder reordered the suite's own list")
+	}
+}
+
+// A timed process writes its output to the null device, not into a pipe the
+// bench drains: what it writes costs it no more than it would under a
+// shell's redirection to /dev/null.
+func TestTimedOutputGoesToTheNullDevice(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	if _, _, err := runProcess([]string{"sh", "-c", `test "$(readlink /proc/$$/fd/1)" = /dev/null`}, false); err != nil {
+		t.Fatalf("the timed process's stdout is not the null device: %v", err)
+	}
+	_, out, err := runProcess([]string{"echo", "kept"}, true)
+	if err != nil || string(out) != "kept\n" {
+		t.Fatalf("kept output %q, %v", out, err)
 	}
 }
