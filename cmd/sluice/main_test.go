@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -405,5 +406,21 @@ sink "safetensors" "ok" {
 				t.Errorf("left behind after the crash: %s", e.Name())
 			}
 		})
+	}
+}
+
+// The go commands the tests run find the build cache go test filled, not an
+// empty one under the tests' own XDG_CACHE_HOME.
+func TestGoCommandsUseTheUsersBuildCache(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := goCommand("", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE: %v", err)
+	}
+	testsCache := os.Getenv("XDG_CACHE_HOME")
+	if got := strings.TrimSpace(string(out)); testsCache != "" && strings.HasPrefix(got, testsCache) {
+		t.Errorf("go commands build into %s, under the tests' cache %s", got, testsCache)
 	}
 }
