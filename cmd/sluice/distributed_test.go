@@ -6,36 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/sluice-ml/sluice/core/run"
 )
-
-// The XDG_CACHE_HOME of the environment the tests began in, which TestMain
-// replaces with the tests' own.
-var (
-	userCacheHome    string
-	userHasCacheHome bool
-)
-
-// goCommand returns the go command with args, run in dir, in the
-// environment the tests began in as far as Go's caches go: Go finds its
-// build cache under XDG_CACHE_HOME unless GOCACHE names it, and in the
-// tests' own it would build every package again (70 s of CI on a fresh
-// machine for the sluice binary) instead of reusing what go test compiled.
-func goCommand(dir string, args ...string) *exec.Cmd {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "XDG_CACHE_HOME=") })
-	if userHasCacheHome {
-		env = append(env, "XDG_CACHE_HOME="+userCacheHome)
-	}
-	cmd.Env = env
-	return cmd
-}
 
 // goBuild builds a main package into a temporary directory and returns the
 // binary: pkg is relative to dir, the directory of its module (this
@@ -50,7 +26,8 @@ func goBuild(t *testing.T, dir, pkg, name string, ldflags ...string) string {
 	if len(ldflags) > 0 {
 		args = append(args, "-ldflags", strings.Join(ldflags, " "))
 	}
-	cmd := goCommand(dir, append(args, pkg)...)
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}

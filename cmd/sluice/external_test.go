@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func buildExternal(t *testing.T) (dir, sum string) {
 	t.Helper()
 	dir = t.TempDir()
 	bin := filepath.Join(dir, host.BinaryPrefix+"extst")
-	cmd := goCommand("", "build", "-o", bin, "./testdata/extplugin")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/extplugin")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("cannot build the test plugin: %v\n%s", err, out)
 	}
