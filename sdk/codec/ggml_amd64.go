@@ -13,6 +13,10 @@ const useSSE2 = true
 // lanes at a time.
 var useAVX2 = cpu.X86.HasAVX2
 
+// useAVX512 selects the AVX-512 kernels (F and BW), which do what the AVX2
+// ones do, sixteen lanes at a time.
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+
 // roundClampSSE2 is roundLevelsGo for n elements, n a multiple of 4.
 //
 //go:noescape
@@ -51,6 +55,12 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 //go:noescape
 func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
 
+// qxSearch16AVX512 is qxSearch8AVX2 for the groups of a, b, c and d at
+// once, with o as its working copy; see qxHex.
+//
+//go:noescape
+func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32)
+
 // q3Search4SSE2 is makeQ3Quants's search for the four groups in s; see
 // quads.
 //
@@ -75,6 +85,11 @@ func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32)
 //
 //go:noescape
 func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32)
+
+// qkx2Search16AVX512 is qkx2Search8AVX2 for the sixteen groups of s at once.
+//
+//go:noescape
+func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32)
 
 // quadsLoadSSE2 is quadsLoadGo.
 //

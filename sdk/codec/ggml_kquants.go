@@ -363,14 +363,14 @@ func getScaleMinK4(j int, q []byte) (d, m uint8) {
 func encodeQ2_K(dst []byte, src []float32) {
 	var L [256]int8
 	var o [2]qkx2Oct
+	var h qkx2Hex
 	var mins, scales [16]float32
 	const q4scale = 15
 	for len(src) >= 256 && len(dst) >= 84 {
 		x := src[:256]
 		y := dst[:84]
 		var maxScale, maxMin float32
-		q2Search8(x[:128], &o[0], scales[:8], mins[:8])
-		q2Search8(x[128:], &o[1], scales[8:], mins[8:])
+		q2Search16(x, &o, &h, scales[:], mins[:])
 		for j := range 16 {
 			if scales[j] > maxScale {
 				maxScale = scales[j]
@@ -561,14 +561,47 @@ func decodeQ3_K(dst []float32, src []byte) {
 
 // ---- q4_K and q5_K ----
 
-// quantizeK4Scales is the common first half of q4_K and q5_K: the per-32
-// (scale, min) search, the 6-bit packing of scales and mins into sc (12 bytes),
-// and d, dmin. It leaves the levels of the search in o (see k4Search8) and
-// returns the fp16-rounded d and dmin.
-func quantizeK4Scales(x []float32, nmax int32, rmin float32, nstep int, o *qkx2Oct, y []byte) (dAll, dMin float32) {
-	var mins, scales [8]float32
+// k4Encode is encodeQ4_K (q5 false) and encodeQ5_K (q5 true): for each
+// super-block of src and its block in dst, the per-32 (scale, min) search
+// (k4Search8, or k4Search16 for two super-blocks at once), the packed scales
+// and mins (packK4Scales), the levels from them (requantK4), and the levels
+// packed (packQ4K, packQ5K).
+func k4Encode(dst []byte, src []float32, q5 bool) {
+	size, nmax, rmin, nstep := 144, int32(15), float32(-1), 20
+	if q5 {
+		size, nmax, rmin, nstep = 176, 31, -0.5, 15
+	}
+	var L [256]int8
+	var o [2]qkx2Oct
+	var h qkx2Hex
+	var scales, mins [2][8]float32
+	for len(src) >= 256 && len(dst) >= size {
+		n := 1
+		if useAVX512 && len(src) >= 512 && len(dst) >= 2*size {
+			n = 2
+			k4Search16(nmax, src[:256], src[256:512], &o[0], &o[1], &h, rmin, nstep, &scales, &mins)
+		} else {
+			k4Search8(nmax, src[:256], &o[0], rmin, nstep, scales[0][:], mins[0][:])
+		}
+		for k := range n {
+			x, y := src[256*k:256*k+256], dst[size*k:size*k+size]
+			dAll, dMin := packK4Scales(&scales[k], &mins[k], y)
+			requantK4(x, y, dAll, dMin, nmax, &o[k], &L)
+			if q5 {
+				packQ5K(y, &L)
+			} else {
+				packQ4K(y, &L)
+			}
+		}
+		src, dst = src[256*n:], dst[size*n:]
+	}
+}
+
+// packK4Scales is the common second step of q4_K and q5_K: the 6-bit
+// packing of the search's scales and mins into y[4:16], and d and dmin
+// into y[0:4]. It returns the fp16-rounded d and dmin.
+func packK4Scales(scales, mins *[8]float32, y []byte) (dAll, dMin float32) {
 	var maxScale, maxMin float32
-	k4Search8(nmax, x, o, rmin, nstep, scales[:], mins[:])
 	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]
@@ -620,22 +653,17 @@ func requantK4(x []float32, y []byte, dAll, dMin float32, nmax int32, o *qkx2Oct
 	}
 }
 
-func encodeQ4_K(dst []byte, src []float32) {
-	var L [256]int8
-	var o qkx2Oct
-	for len(src) >= 256 && len(dst) >= 144 {
-		x := src[:256]
-		y := dst[:144]
-		dAll, dMin := quantizeK4Scales(x, 15, -1, 20, &o, y)
-		requantK4(x, y, dAll, dMin, 15, &o, &L)
-		qs := y[16:144]
-		for j := 0; j < 256; j += 64 {
-			q := qs[j/2 : j/2+32]
-			for l := range q {
-				q[l] = uint8(L[j+l]) | uint8(L[j+l+32])<<4
-			}
+func encodeQ4_K(dst []byte, src []float32) { k4Encode(dst, src, false) }
+
+// packQ4K packs q4_K's levels L into the block y: elements j and j+32 of
+// each 64 in one byte, low nibble first.
+func packQ4K(y []byte, L *[256]int8) {
+	qs := y[16:144]
+	for j := 0; j < 256; j += 64 {
+		q := qs[j/2 : j/2+32]
+		for l := range q {
+			q[l] = uint8(L[j+l]) | uint8(L[j+l+32])<<4
 		}
-		src, dst = src[256:], dst[144:]
 	}
 }
 
@@ -689,36 +717,31 @@ func decodeQ4_K(dst []float32, src []byte) {
 	}
 }
 
-func encodeQ5_K(dst []byte, src []float32) {
-	var L [256]int8
-	var o qkx2Oct
-	for len(src) >= 256 && len(dst) >= 176 {
-		x := src[:256]
-		y := dst[:176]
-		dAll, dMin := quantizeK4Scales(x, 31, -0.5, 15, &o, y)
-		requantK4(x, y, dAll, dMin, 31, &o, &L)
-		qh := y[16:48]
-		clear(qh)
-		ql := y[48:176]
-		m1, m2 := uint8(1), uint8(2)
-		for n := 0; n < 256; n += 64 {
-			q := ql[n/2 : n/2+32]
-			for j := range 32 {
-				l1, l2 := uint8(L[n+j]), uint8(L[n+j+32])
-				if l1 > 15 {
-					l1 -= 16
-					qh[j] |= m1
-				}
-				if l2 > 15 {
-					l2 -= 16
-					qh[j] |= m2
-				}
-				q[j] = l1 | l2<<4
+func encodeQ5_K(dst []byte, src []float32) { k4Encode(dst, src, true) }
+
+// packQ5K packs q5_K's levels L into the block y: the fifth bits into qh,
+// the low four as q4_K packs them.
+func packQ5K(y []byte, L *[256]int8) {
+	qh := y[16:48]
+	clear(qh)
+	ql := y[48:176]
+	m1, m2 := uint8(1), uint8(2)
+	for n := 0; n < 256; n += 64 {
+		q := ql[n/2 : n/2+32]
+		for j := range 32 {
+			l1, l2 := uint8(L[n+j]), uint8(L[n+j+32])
+			if l1 > 15 {
+				l1 -= 16
+				qh[j] |= m1
 			}
-			m1 <<= 2
-			m2 <<= 2
+			if l2 > 15 {
+				l2 -= 16
+				qh[j] |= m2
+			}
+			q[j] = l1 | l2<<4
 		}
-		src, dst = src[256:], dst[176:]
+		m1 <<= 2
+		m2 <<= 2
 	}
 }
 
@@ -767,8 +790,7 @@ func encodeQ6_K(dst []byte, src []float32) {
 		x := src[:256]
 		y := dst[:210]
 		var maxScale, maxAbsScale float32
-		makeQXQuants32x8(x[:128], L[:128], scales[:8])
-		makeQXQuants32x8(x[128:], L[128:], scales[8:])
+		makeQXQuants32x16(x, L[:], scales[:])
 		for _, s := range scales {
 			if a := fabs(s); a > maxAbsScale {
 				maxAbsScale, maxScale = a, s

@@ -6,6 +6,8 @@ const useSSE2 = false
 
 var useAVX2 = false
 
+var useAVX512 = false
+
 func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) bool {
 	panic("codec: no SSE2 kernels on this platform")
 }
@@ -34,6 +36,10 @@ func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
+func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32) {
+	panic("codec: no AVX-512 kernels on this platform")
+}
+
 func q3Search4SSE2(s *quads, start float32, rounds int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
@@ -48,6 +54,10 @@ func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32)
 
 func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32) {
 	panic("codec: no AVX2 kernels on this platform")
+}
+
+func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32) {
+	panic("codec: no AVX-512 kernels on this platform")
 }
 
 func quadsLoadSSE2(s *quads, x *float32) {

@@ -127,6 +127,35 @@ func makeQXQuants32x8(x []float32, L []int8, scales []float32) {
 	b.store(zb, 32, L[64:], scales[4:])
 }
 
+// qxHex is qxSearch16AVX512's working copy of four quads' x, w, wx and
+// levels, interleaved: x[16i+g] is element i of group g, groups 4k to 4k+3
+// from the k-th quad. Its field offsets are spelled out in kquants4_amd64.s.
+type qxHex struct {
+	x, w, wx, cur, L [256]float32
+}
+
+// makeQXQuants32x16 is makeQXQuants32x8 for the sixteen groups of 16 of a
+// super-block x, writing levels to L[:256] and scales to scales[:16]: where
+// the CPU has AVX-512, one sixteen-lane search (TestQXQuants32x16MatchesScalar).
+func makeQXQuants32x16(x []float32, L []int8, scales []float32) {
+	x, L, scales = x[:256], L[:256], scales[:16]
+	if !useAVX512 {
+		makeQXQuants32x8(x[:128], L[:128], scales[:8])
+		makeQXQuants32x8(x[128:], L[128:], scales[8:])
+		return
+	}
+	var q [4]quads
+	var zero [4][4]bool
+	var o qxHex
+	for k := range q {
+		zero[k] = q[k].load(x[64*k:])
+	}
+	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &o, &qxNum32[0], len(qxNum32), -32, 31)
+	for k := range q {
+		q[k].store(zero[k], 32, L[64*k:64*k+64], scales[4*k:4*k+4])
+	}
+}
+
 // makeQ3Quants4x4 is makeQ3Quants(4, ·) for four consecutive groups of 16
 // in x, writing levels to L[:64] and scales to scales[:4].
 func makeQ3Quants4x4(x []float32, L []int8, scales []float32) {
@@ -217,12 +246,88 @@ func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, sca
 	}
 	qkx2Start4SSE2(o, 0, &x[0], nmax)
 	qkx2Start4SSE2(o, 1, &x[128], nmax)
-	var num qkx2Num
+	num := k4Num(nmax, rmin, nstep)
+	o.search(&num, nstep, nmax, 0)
+	o.results(32, scales, mins)
+}
+
+// k4Num returns q4_K's and q5_K's candidate numerators, rmin + 0.1·is +
+// nmax for is = 0..nstep.
+func k4Num(nmax int32, rmin float32, nstep int) (num qkx2Num) {
 	for is := 0; is <= nstep; is++ {
 		num[is] = float32(rmin+float32(0.1*float32(is))) + float32(nmax)
 	}
-	o.search(&num, nstep, nmax, 0)
-	o.results(32, scales, mins)
+	return num
+}
+
+// qkx2Hex is two qkx2Octs side by side for the AVX-512 search: element i of
+// group g at 16·i + g, groups 8-15 those of the second oct. It holds what
+// the search reads and writes (no mnStart); the field offsets are spelled
+// out in kquants4_amd64.s.
+type qkx2Hex struct {
+	x, w, xm, cur, L                [512]float32
+	mn, mx, sumW, sumX, scale, best [16]float32
+}
+
+// pack copies into h what the search reads of a (groups 0-7) and b (groups
+// 8-15).
+func (h *qkx2Hex) pack(a, b *qkx2Oct) {
+	for i := range 32 {
+		ha, hb, oa := 16*i, 16*i+8, 8*i
+		*(*[8]float32)(h.x[ha:]), *(*[8]float32)(h.x[hb:]) = [8]float32(a.x[oa:]), [8]float32(b.x[oa:])
+		*(*[8]float32)(h.w[ha:]), *(*[8]float32)(h.w[hb:]) = [8]float32(a.w[oa:]), [8]float32(b.w[oa:])
+		*(*[8]float32)(h.xm[ha:]), *(*[8]float32)(h.xm[hb:]) = [8]float32(a.xm[oa:]), [8]float32(b.xm[oa:])
+		*(*[8]float32)(h.L[ha:]), *(*[8]float32)(h.L[hb:]) = [8]float32(a.L[oa:]), [8]float32(b.L[oa:])
+	}
+	h.mn, h.mx = pair8(&a.mn, &b.mn), pair8(&a.mx, &b.mx)
+	h.sumW, h.sumX = pair8(&a.sumW, &b.sumW), pair8(&a.sumX, &b.sumX)
+	h.scale, h.best = pair8(&a.scale, &b.scale), pair8(&a.best, &b.best)
+}
+
+// unpack copies back into a and b what results and levels read of the
+// search's outcome: the best levels, scales and mins.
+func (h *qkx2Hex) unpack(a, b *qkx2Oct) {
+	for i := range 32 {
+		*(*[8]float32)(a.L[8*i:]), *(*[8]float32)(b.L[8*i:]) = [8]float32(h.L[16*i:]), [8]float32(h.L[16*i+8:])
+	}
+	a.mn, b.mn = [8]float32(h.mn[:]), [8]float32(h.mn[8:])
+	a.scale, b.scale = [8]float32(h.scale[:]), [8]float32(h.scale[8:])
+}
+
+// pair8 returns a and b end to end.
+func pair8(a, b *[8]float32) (p [16]float32) {
+	*(*[8]float32)(p[:]), *(*[8]float32)(p[8:]) = *a, *b
+	return p
+}
+
+// k4Search16 is k4Search8 for the two super-blocks x0 and x1 at once, with
+// a and b as their octs and h as the kernel's working copy: where the CPU
+// has AVX-512, one sixteen-lane search instead of two of eight lanes, with
+// the same results (TestK4Search16MatchesSearch8).
+func k4Search16(nmax int32, x0, x1 []float32, a, b *qkx2Oct, h *qkx2Hex, rmin float32, nstep int, scales, mins *[2][8]float32) {
+	if !useAVX512 || nstep < 0 || nstep >= len(qkx2Num{}) {
+		k4Search8(nmax, x0, a, rmin, nstep, scales[0][:], mins[0][:])
+		k4Search8(nmax, x1, b, rmin, nstep, scales[1][:], mins[1][:])
+		return
+	}
+	x0, x1 = x0[:256], x1[:256]
+	qkx2Start4SSE2(a, 0, &x0[0], nmax)
+	qkx2Start4SSE2(a, 1, &x0[128], nmax)
+	qkx2Start4SSE2(b, 0, &x1[0], nmax)
+	qkx2Start4SSE2(b, 1, &x1[128], nmax)
+	num := k4Num(nmax, rmin, nstep)
+	h.search(a, b, &num, nstep, nmax, 0)
+	a.results(32, scales[0][:], mins[0][:])
+	b.results(32, scales[1][:], mins[1][:])
+}
+
+// search runs makeQKX2's search over candidates 0..nstep of num on the
+// eight groups of a and the eight of b in one AVX-512 pass, with h as the
+// kernel's working copy; it leaves in a and b what their search would.
+func (h *qkx2Hex) search(a, b *qkx2Oct, num *qkx2Num, nstep int, nmax, flags int32) {
+	h.pack(a, b)
+	qkx2Search16AVX512(h, &num[0], nstep+1, nmax, flags)
+	h.unpack(a, b)
 }
 
 // results writes the search's results for the eight groups of n elements
@@ -281,6 +386,34 @@ func q2Search8(x []float32, o *qkx2Oct, scales, mins []float32) {
 		}
 		return
 	}
+	q2Start8(x, o)
+	o.search(&q2Num, 15, 3, qkx2Short|qkx2MAD)
+	o.results(16, scales, mins)
+}
+
+// q2Search16 is q2Search8 for the sixteen groups of 16 of a q2_K
+// super-block x, the first eight in o[0] and the others in o[1], with
+// scales[:16] and mins[:16]: where the CPU has AVX-512, one sixteen-lane
+// search with h as its working copy (TestQ2Search16MatchesSearch8).
+func q2Search16(x []float32, o *[2]qkx2Oct, h *qkx2Hex, scales, mins []float32) {
+	x, scales, mins = x[:256], scales[:16], mins[:16]
+	if !useAVX512 {
+		q2Search8(x[:128], &o[0], scales[:8], mins[:8])
+		q2Search8(x[128:], &o[1], scales[8:], mins[8:])
+		return
+	}
+	q2Start8(x[:128], &o[0])
+	q2Start8(x[128:], &o[1])
+	h.search(&o[0], &o[1], &q2Num, 15, 3, qkx2Short|qkx2MAD)
+	o[0].results(16, scales[:8], mins[:8])
+	o[1].results(16, scales[8:], mins[8:])
+}
+
+// q2Start8 fills o with q2_K's first guesses (qkx2Start) for the eight
+// groups of 16 in x, and their weights |x|.
+func q2Start8(x []float32, o *qkx2Oct) {
+	var w [16]float32
+	var l [16]uint8
 	for g := range 8 {
 		xs := x[16*g : 16*g+16]
 		for i, v := range xs {
@@ -294,8 +427,6 @@ func q2Search8(x []float32, o *qkx2Oct, scales, mins []float32) {
 			o.x[8*i+g], o.w[8*i+g], o.xm[8*i+g], o.L[8*i+g] = xs[i], w[i], xm[i], levelF[l[i]]
 		}
 	}
-	o.search(&q2Num, 15, 3, qkx2Short|qkx2MAD)
-	o.results(16, scales, mins)
 }
 
 // q2Num holds q2_K's candidate numerators, -0.5 + 0.1·is + 3.

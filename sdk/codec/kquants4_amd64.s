@@ -1336,3 +1336,371 @@ odone:
 	VEXTRACTF128 $1, Y11, QSCALE(BX)
 	VZEROUPPER
 	RET
+
+// AVX-512: the search for the sixteen groups of two octs at once, in a
+// qkx2Hex (element i of group g at 16·i + g, groups 8-15 the second oct's):
+// qkx2Search8AVX2 sixteen lanes wide, every lane's operations in the same
+// order, the masks in K registers.
+#define HX 0
+#define HW 2048
+#define HXM 4096
+#define HCUR 6144
+#define HL 8192
+#define HMN 10240
+#define HMX 10304
+#define HSUMW 10368
+#define HSUMX 10432
+#define HSCALE 10496
+#define HBEST 10560
+
+// M for the pairs of elements (0, 1) … (14, 15), and (16, 17) … (30, 31).
+#define HPAIRSLO(M) \
+	M(0); M(128); M(256); M(384); M(512); M(640); M(768); M(896)
+
+#define HPAIRSHI(M) \
+	M(1024); M(1152); M(1280); M(1408); M(1536); M(1664); M(1792); M(1920)
+
+// M for the first 16 elements, and the last 16.
+#define HALLLO(M) \
+	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448); \
+	M(512); M(576); M(640); M(704); M(768); M(832); M(896); M(960)
+
+#define HALLHI(M) \
+	M(1024); M(1088); M(1152); M(1216); M(1280); M(1344); M(1408); M(1472); \
+	M(1536); M(1600); M(1664); M(1728); M(1792); M(1856); M(1920); M(1984)
+
+// YNEARESTI and YPACKCLAMP on sixteen lanes (Z0, Z3-Z7).
+#define ZNEARESTI(A, R) \
+	VMULPS A, Z0, R; \
+	VADDPS Z3, R, R; \
+	VPANDD Z4, R, R; \
+	VPSUBD Z5, R, R
+
+#define ZPACKCLAMP(R1, R2) \
+	VPACKSSDW R2, R1, R1; \
+	VPMAXSW Z6, R1, R1; \
+	VPMINSW Z7, R1, R1
+
+// YCONSTS in Z3-Z7, lo and hi from GPRs LO and HI; clobbers DX.
+#define ZCONSTS(LO, HI) \
+	MOVL $0x4B400000, DX; \
+	VPBROADCASTD DX, Z3; \
+	MOVL $0x007FFFFF, DX; \
+	VPBROADCASTD DX, Z4; \
+	MOVL $0x00400000, DX; \
+	VPBROADCASTD DX, Z5; \
+	VPBROADCASTW LO, Z6; \
+	VPBROADCASTW HI, Z7
+
+// YLEVEL2 for elements off and off+64 of the hex: VPACKSSDW and
+// VPUNPCK[LH]WD work within 128-bit lanes, so the unpacking restores each
+// element's group order as on eight lanes.
+#define ZLEVEL2(off) \
+	ZNEARESTI((HXM+off)(DI), Z8); \
+	ZNEARESTI((HXM+off+64)(DI), Z9); \
+	ZPACKCLAMP(Z8, Z9); \
+	VPUNPCKHWD Z6, Z8, Z12; \
+	VPUNPCKLWD Z6, Z8, Z8; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z12, Z12; \
+	VMOVUPS Z8, (HCUR+off)(DI); \
+	VMOVUPS Z12, (HCUR+off+64)(DI); \
+	ZSUMS(off, Z8); \
+	ZSUMS(off+64, Z12)
+
+#define ZSUMS(off, R) \
+	VMULPS (HW+off)(DI), R, Z9; \
+	VADDPS Z9, Z1, Z1; \
+	VMULPS R, Z9, Z10; \
+	VADDPS Z10, Z2, Z2; \
+	VMULPS (HX+off)(DI), Z9, Z10; \
+	VADDPS Z10, Z11, Z11
+
+#define ZERRF(off, F) \
+	VMULPS (HCUR+off)(DI), Z9, Z8; \
+	VADDPS Z10, Z8, Z8; \
+	VSUBPS (HX+off)(DI), Z8, Z8; \
+	F; \
+	VMULPS (HW+off)(DI), Z8, Z8; \
+	VADDPS Z8, Z12, Z12
+
+#define ZSQUARE VMULPS Z8, Z8, Z8
+#define ZABS VPANDD Z15, Z8, Z8
+#define ZERR(off) ZERRF(off, ZSQUARE)
+#define ZERRMAD(off) ZERRF(off, ZABS)
+
+// L(off) = cur(off) in the lanes of K1.
+#define ZTAKE(off) \
+	VMOVUPS (HCUR+off)(DI), Z8; \
+	VMOVUPS Z8, K1, (HL+off)(DI)
+
+// xm(off) = x(off) - Z15.
+#define ZDIFF(off) \
+	VMOVUPS (HX+off)(DI), Z8; \
+	VSUBPS  Z15, Z8, Z8; \
+	VMOVUPS Z8, (HXM+off)(DI)
+
+// func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32)
+// qkx2Search8AVX2 for the sixteen groups of s. n ≥ 1.
+TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-32
+	MOVQ   s+0(FP), DI
+	MOVQ   num+8(FP), SI
+	MOVQ   n+16(FP), CX
+	MOVL   flags+28(FP), R11
+	MOVL   hi+24(FP), AX
+	XORL   BX, BX
+	ZCONSTS(BX, AX)
+
+zcand:
+	VBROADCASTSS (SI), Z0
+	VMOVUPS HMX(DI), Z8
+	VSUBPS  HMN(DI), Z8, Z8
+	VDIVPS  Z8, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z11, Z11, Z11
+	HPAIRSLO(ZLEVEL2)
+	TESTL  $KSHORT, R11
+	JNZ    zlevels16
+	HPAIRSHI(ZLEVEL2)
+
+zlevels16:
+	// D = sumW·sumL2 - sumL·sumL; K1 = 0 < D.
+	VMULPS HSUMW(DI), Z2, Z8
+	VMULPS Z1, Z1, Z9
+	VSUBPS Z9, Z8, Z8
+	VPXORD Z13, Z13, Z13
+	VCMPPS $1, Z8, Z13, K1
+	// Z9 = scale = (sumW·sumXL - sumX·sumL)/D
+	VMULPS HSUMW(DI), Z11, Z9
+	VMULPS HSUMX(DI), Z1, Z10
+	VSUBPS Z10, Z9, Z9
+	VDIVPS Z8, Z9, Z9
+	// Z10 = min = (sumL2·sumX - sumL·sumXL)/D
+	VMULPS HSUMX(DI), Z2, Z10
+	VMULPS Z11, Z1, Z14
+	VSUBPS Z14, Z10, Z10
+	VDIVPS Z8, Z10, Z10
+	// Where min > 0 (K2): min = 0, scale = sumXL/sumL2.
+	VPXORD  Z14, Z14, Z14
+	VCMPPS  $1, Z10, Z14, K2
+	VMOVUPS Z14, K2, Z10
+	VDIVPS  Z2, Z11, K2, Z9
+	// Z12 = the candidate's weighted squared error.
+	VPXORD Z12, Z12, Z12
+	TESTL  $KMAD, R11
+	JNZ    zmad
+	HALLLO(ZERR)
+	TESTL  $KSHORT, R11
+	JNZ    zerrdone
+	HALLHI(ZERR)
+	JMP    zerrdone
+
+zmad:
+	MOVL   $0x7FFFFFFF, DX
+	VPBROADCASTD DX, Z15
+	HALLLO(ZERRMAD)
+	TESTL  $KSHORT, R11
+	JNZ    zerrdone
+	HALLHI(ZERRMAD)
+
+zerrdone:
+	// K1 = 0 < D && error < best.
+	VCMPPS   $1, HBEST(DI), Z12, K1, K1
+	KORTESTW K1, K1
+	JZ       znext
+	VMOVUPS  Z12, K1, HBEST(DI)
+	VMOVUPS  Z9, K1, HSCALE(DI)
+	VMOVUPS  Z10, K1, HMN(DI)
+	VMOVUPS  HMN(DI), Z15
+	HALLLO(ZTAKE)
+	HALLLO(ZDIFF)
+	TESTL  $KSHORT, R11
+	JNZ    znext
+	HALLHI(ZTAKE)
+	HALLHI(ZDIFF)
+
+znext:
+	ADDQ   $4, SI
+	DECQ   CX
+	JNZ    zcand
+	VZEROUPPER
+	RET
+
+// AVX-512: make_qx_quants's search for the sixteen groups of four quads at
+// once, qxSearch8AVX2 sixteen lanes wide: the kernel interleaves them into
+// a qxHex (element i of group g at 16·i + g, groups 4k to 4k+3 from the
+// k-th quad), searches there, and writes the levels and scales back.
+#define PX 0
+#define PW 1024
+#define PWX 2048
+#define PCUR 3072
+#define PL 4096
+
+// Element i (byte offset off in a quad, 4·off in the hex) of field F of the
+// four quads (AX, BX, R10, R12) into the hex's field G.
+#define PINTERLEAVE(F, G, off) \
+	VMOVUPS (F+off)(AX), X8; \
+	VINSERTF32X4 $1, (F+off)(BX), Z8, Z8; \
+	VINSERTF32X4 $2, (F+off)(R10), Z8, Z8; \
+	VINSERTF32X4 $3, (F+off)(R12), Z8, Z8; \
+	VMOVUPS Z8, (G+4*off)(DI)
+
+#define PIN(off) \
+	PINTERLEAVE(QX, PX, off); \
+	PINTERLEAVE(QW, PW, off); \
+	PINTERLEAVE(QWX, PWX, off)
+
+// The levels of element off back into the four quads.
+#define POUT(off) \
+	VMOVUPS (PL+4*off)(DI), Z8; \
+	VEXTRACTF32X4 $0, Z8, (QL+off)(AX); \
+	VEXTRACTF32X4 $1, Z8, (QL+off)(BX); \
+	VEXTRACTF32X4 $2, Z8, (QL+off)(R10); \
+	VEXTRACTF32X4 $3, Z8, (QL+off)(R12)
+
+// OLEVEL2 on sixteen lanes: levels of hex elements off and off+64 at
+// iscale Z0 into DST, adding to the sums Z1 += wx·l and Z2 += (w·l)·l,
+// element off first.
+#define PLEVEL2(off, DST) \
+	ZNEARESTI((PX+off)(DI), Z8); \
+	ZNEARESTI((PX+off+64)(DI), Z9); \
+	ZPACKCLAMP(Z8, Z9); \
+	VPUNPCKHWD Z8, Z8, Z14; \
+	VPUNPCKLWD Z8, Z8, Z8; \
+	VPSRAD $16, Z8, Z8; \
+	VPSRAD $16, Z14, Z14; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z14, Z14; \
+	VMOVUPS Z8, (DST+off)(DI); \
+	VMOVUPS Z14, (DST+off+64)(DI); \
+	PSUMS(off, Z8); \
+	PSUMS(off+64, Z14)
+
+#define PSUMS(off, R) \
+	VMULPS (PWX+off)(DI), R, Z9; \
+	VADDPS Z9, Z1, Z1; \
+	VMULPS (PW+off)(DI), R, Z10; \
+	VMULPS R, Z10, Z10; \
+	VADDPS Z10, Z2, Z2
+
+#define PLEVELS(DST) \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	PLEVEL2(0, DST); PLEVEL2(128, DST); PLEVEL2(256, DST); PLEVEL2(384, DST); PLEVEL2(512, DST); PLEVEL2(640, DST); PLEVEL2(768, DST); PLEVEL2(896, DST)
+
+// L(off) = cur(off) in the lanes of K1.
+#define PTAKE(off) \
+	VMOVUPS (PCUR+off)(DI), Z8; \
+	VMOVUPS Z8, K1, (PL+off)(DI)
+
+// func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32)
+// qxSearch8AVX2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
+// 12-15) at once, with o as the interleaved working copy.
+TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), BX
+	MOVQ   c+16(FP), R10
+	MOVQ   d+24(FP), R12
+	MOVQ   o+32(FP), DI
+	MOVQ   num+40(FP), SI
+	MOVQ   n+48(FP), CX
+	PIN(0)
+	PIN(16)
+	PIN(32)
+	PIN(48)
+	PIN(64)
+	PIN(80)
+	PIN(96)
+	PIN(112)
+	PIN(128)
+	PIN(144)
+	PIN(160)
+	PIN(176)
+	PIN(192)
+	PIN(208)
+	PIN(224)
+	PIN(240)
+	// Z13 = mx of the sixteen groups.
+	VMOVUPS QMX(AX), X13
+	VINSERTF32X4 $1, QMX(BX), Z13, Z13
+	VINSERTF32X4 $2, QMX(R10), Z13, Z13
+	VINSERTF32X4 $3, QMX(R12), Z13, Z13
+	MOVL   lo+56(FP), R8
+	MOVL   hi+60(FP), R9
+	ZCONSTS(R8, R9)
+	// Start: iscale = num[0]/mx.
+	VBROADCASTSS (SI), Z0
+	VDIVPS Z13, Z0, Z0
+	PLEVELS(PL)
+	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
+	VDIVPS Z2, Z1, Z11
+	VPXORD Z10, Z10, Z10
+	VCMPPS $4, Z10, Z2, K1
+	VMOVAPS.Z Z11, K1, Z11
+	VMULPS Z1, Z11, Z12
+	DECQ   CX
+	JLE    pdone
+
+pcand:
+	ADDQ   $4, SI
+	VBROADCASTSS (SI), Z0
+	VDIVPS Z13, Z0, Z0
+	PLEVELS(PCUR)
+	// K1 = 0 < suml2 && best·suml2 < sumlx·sumlx
+	VMULPS Z1, Z1, Z8
+	VMULPS Z2, Z12, Z9
+	VCMPPS $1, Z8, Z9, K1
+	VPXORD Z10, Z10, Z10
+	VCMPPS $1, Z2, Z10, K1, K1
+	KORTESTW K1, K1
+	JZ     pnext
+	// Accept: scale = sumlx/suml2, best = scale·sumlx, L = cur.
+	VDIVPS Z2, Z1, Z14
+	VMULPS Z1, Z14, Z15
+	VMOVAPS Z14, K1, Z11
+	VMOVAPS Z15, K1, Z12
+	PTAKE(0)
+	PTAKE(64)
+	PTAKE(128)
+	PTAKE(192)
+	PTAKE(256)
+	PTAKE(320)
+	PTAKE(384)
+	PTAKE(448)
+	PTAKE(512)
+	PTAKE(576)
+	PTAKE(640)
+	PTAKE(704)
+	PTAKE(768)
+	PTAKE(832)
+	PTAKE(896)
+	PTAKE(960)
+
+pnext:
+	DECQ   CX
+	JNZ    pcand
+
+pdone:
+	POUT(0)
+	POUT(16)
+	POUT(32)
+	POUT(48)
+	POUT(64)
+	POUT(80)
+	POUT(96)
+	POUT(112)
+	POUT(128)
+	POUT(144)
+	POUT(160)
+	POUT(176)
+	POUT(192)
+	POUT(208)
+	POUT(224)
+	POUT(240)
+	VEXTRACTF32X4 $0, Z11, QSCALE(AX)
+	VEXTRACTF32X4 $1, Z11, QSCALE(BX)
+	VEXTRACTF32X4 $2, Z11, QSCALE(R10)
+	VEXTRACTF32X4 $3, Z11, QSCALE(R12)
+	VZEROUPPER
+	RET

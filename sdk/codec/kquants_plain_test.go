@@ -1,10 +1,13 @@
 package codec
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sluice-ml/sluice/sdk/tensor"
 )
 
 // Literal transliterations of ggml's make_qkx2_quants, make_qx_quants and
@@ -986,6 +989,137 @@ func testK4Search8(t *testing.T) {
 			}
 			if !sameFloat(s1[g], s2) || !sameFloat(m1[g], m2) || !same {
 				t.Fatalf("%+v, group %d of %v:\n got %v %v %v\nwant %v %v %v", p, g, xs, s1[g], m1[g], l1, s2, m2, ls)
+			}
+		}
+	}
+}
+
+// TestQXQuants32x16MatchesScalar checks q6_K's sixteen-group search of a
+// super-block (AVX-512) against the literal make_qx_quants, group by group,
+// on random and adversarial groups.
+func TestQXQuants32x16MatchesScalar(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	r := rand.New(rand.NewPCG(33, 34))
+	var x [256]float32
+	var l1, l2 [256]int8
+	var s1 [16]float32
+	for iter := 0; iter < 10000; iter++ {
+		for g := range 16 {
+			adversarialGroup(r, x[16*g:16*g+16])
+		}
+		makeQXQuants32x16(x[:], l1[:], s1[:])
+		for g := range 16 {
+			xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
+			s2 := makeQXQuantsPlain(32, xs, ls)
+			if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
+				t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
+			}
+		}
+	}
+}
+
+// TestK4Search16MatchesSearch8 checks the sixteen-lane search of two
+// super-blocks (AVX-512) against k4Search8 on each, result by result and
+// level by level, on random and adversarial groups, its octs reused as
+// k4Encode reuses them.
+func TestK4Search16MatchesSearch8(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	var x [2][256]float32
+	var a, b, want qkx2Oct
+	var h qkx2Hex
+	var got, wantS, wantM [2][8]float32
+	var gotM [2][8]float32
+	var l1, l2 [32]int8
+	params := []struct {
+		nmax  int32
+		rmin  float32
+		nstep int
+	}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
+	for iter := 0; iter < 10000; iter++ {
+		p := params[iter%len(params)]
+		for k := range 2 {
+			for g := range 8 {
+				adversarialGroup(r, x[k][32*g:32*g+32])
+			}
+		}
+		k4Search16(p.nmax, x[0][:], x[1][:], &a, &b, &h, p.rmin, p.nstep, &got, &gotM)
+		for k, o := range []*qkx2Oct{&a, &b} {
+			k4Search8(p.nmax, x[k][:], &want, p.rmin, p.nstep, wantS[k][:], wantM[k][:])
+			for g := range 8 {
+				o.levels(g, l1[:])
+				want.levels(g, l2[:])
+				if !sameFloat(got[k][g], wantS[k][g]) || !sameFloat(gotM[k][g], wantM[k][g]) || l1 != l2 {
+					t.Fatalf("%+v, super-block %d, group %d of %v:\n got %v %v %v\nwant %v %v %v",
+						p, k, g, x[k][32*g:32*g+32], got[k][g], gotM[k][g], l1, wantS[k][g], wantM[k][g], l2)
+				}
+			}
+		}
+	}
+}
+
+// TestQ2Search16MatchesSearch8 checks q2_K's sixteen-lane search of a
+// super-block (AVX-512) against q2Search8 on each half, result by result
+// and level by level, on random and adversarial groups of 16.
+func TestQ2Search16MatchesSearch8(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	r := rand.New(rand.NewPCG(45, 46))
+	var x [256]float32
+	var o [2]qkx2Oct
+	var want qkx2Oct
+	var h qkx2Hex
+	var got, gotM, wantS, wantM [16]float32
+	var l1, l2 [16]int8
+	for iter := 0; iter < 10000; iter++ {
+		for g := range 16 {
+			adversarialGroup(r, x[16*g:16*g+16])
+		}
+		q2Search16(x[:], &o, &h, got[:], gotM[:])
+		for k := range 2 {
+			q2Search8(x[128*k:128*k+128], &want, wantS[8*k:8*k+8], wantM[8*k:8*k+8])
+			for g := range 8 {
+				o[k].levels(g, l1[:])
+				want.levels(g, l2[:])
+				j := 8*k + g
+				if !sameFloat(got[j], wantS[j]) || !sameFloat(gotM[j], wantM[j]) || l1 != l2 {
+					t.Fatalf("group %d of %v:\n got %v %v %v\nwant %v %v %v", j, x[16*j:16*j+16], got[j], gotM[j], l1, wantS[j], wantM[j], l2)
+				}
+			}
+		}
+	}
+}
+
+// TestK4EncodeSameWithAVX512 encodes rows of q2_K, q4_K, q5_K and q6_K (odd
+// and even numbers of super-blocks) with and without the AVX-512 searches
+// and requires the same bytes.
+func TestK4EncodeSameWithAVX512(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, dt := range []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+		for _, blocks := range []int{1, 2, 3, 8, 33} {
+			x := make([]float32, 256*blocks)
+			for g := 0; g < len(x); g += 32 {
+				adversarialGroup(r, x[g:g+32])
+			}
+			var out [2][]byte
+			for i, avx512 := range []bool{false, true} {
+				useAVX512 = avx512
+				out[i] = mustBytes(t, dt, len(x))
+				if err := EncodeFloat32(dt, out[i], x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(out[0], out[1]) {
+				t.Fatalf("%s, %d super-blocks: the AVX-512 search wrote other bytes", dt, blocks)
 			}
 		}
 	}
