@@ -86,10 +86,11 @@ func qkx2Search4SSE2(s *qkx2Oct, half int, num *float32, n int, hi, flags int32)
 //go:noescape
 func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32)
 
-// qkx2Search16AVX512 is qkx2Search8AVX2 for the sixteen groups of s at once.
+// qkx2Search16AVX512 is qkx2Search8AVX2 for the groups of a and b at once,
+// with s as its working copy; see qkx2Hex.
 //
 //go:noescape
-func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32)
+func qkx2Search16AVX512(a, b *qkx2Oct, s *qkx2Hex, num *float32, n int, hi, flags int32)
 
 // quadsLoadSSE2 is quadsLoadGo.
 //

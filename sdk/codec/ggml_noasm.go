@@ -56,7 +56,7 @@ func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
-func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32) {
+func qkx2Search16AVX512(a, b *qkx2Oct, s *qkx2Hex, num *float32, n int, hi, flags int32) {
 	panic("codec: no AVX-512 kernels on this platform")
 }
 

@@ -260,44 +260,14 @@ func k4Num(nmax int32, rmin float32, nstep int) (num qkx2Num) {
 	return num
 }
 
-// qkx2Hex is two qkx2Octs side by side for the AVX-512 search: element i of
-// group g at 16·i + g, groups 8-15 those of the second oct. It holds what
-// the search reads and writes (no mnStart); the field offsets are spelled
-// out in kquants4_amd64.s.
+// qkx2Hex is qkx2Search16AVX512's working copy of two qkx2Octs, side by
+// side: element i of group g at 16·i + g, groups 8-15 those of the second
+// oct. It holds what the search reads and writes (no mnStart); the kernel
+// fills it from the octs and writes back the levels, mins and scales. The
+// field offsets are spelled out in kquants4_amd64.s.
 type qkx2Hex struct {
 	x, w, xm, cur, L                [512]float32
 	mn, mx, sumW, sumX, scale, best [16]float32
-}
-
-// pack copies into h what the search reads of a (groups 0-7) and b (groups
-// 8-15).
-func (h *qkx2Hex) pack(a, b *qkx2Oct) {
-	for i := range 32 {
-		ha, hb, oa := 16*i, 16*i+8, 8*i
-		*(*[8]float32)(h.x[ha:]), *(*[8]float32)(h.x[hb:]) = [8]float32(a.x[oa:]), [8]float32(b.x[oa:])
-		*(*[8]float32)(h.w[ha:]), *(*[8]float32)(h.w[hb:]) = [8]float32(a.w[oa:]), [8]float32(b.w[oa:])
-		*(*[8]float32)(h.xm[ha:]), *(*[8]float32)(h.xm[hb:]) = [8]float32(a.xm[oa:]), [8]float32(b.xm[oa:])
-		*(*[8]float32)(h.L[ha:]), *(*[8]float32)(h.L[hb:]) = [8]float32(a.L[oa:]), [8]float32(b.L[oa:])
-	}
-	h.mn, h.mx = pair8(&a.mn, &b.mn), pair8(&a.mx, &b.mx)
-	h.sumW, h.sumX = pair8(&a.sumW, &b.sumW), pair8(&a.sumX, &b.sumX)
-	h.scale, h.best = pair8(&a.scale, &b.scale), pair8(&a.best, &b.best)
-}
-
-// unpack copies back into a and b what results and levels read of the
-// search's outcome: the best levels, scales and mins.
-func (h *qkx2Hex) unpack(a, b *qkx2Oct) {
-	for i := range 32 {
-		*(*[8]float32)(a.L[8*i:]), *(*[8]float32)(b.L[8*i:]) = [8]float32(h.L[16*i:]), [8]float32(h.L[16*i+8:])
-	}
-	a.mn, b.mn = [8]float32(h.mn[:]), [8]float32(h.mn[8:])
-	a.scale, b.scale = [8]float32(h.scale[:]), [8]float32(h.scale[8:])
-}
-
-// pair8 returns a and b end to end.
-func pair8(a, b *[8]float32) (p [16]float32) {
-	*(*[8]float32)(p[:]), *(*[8]float32)(p[8:]) = *a, *b
-	return p
 }
 
 // k4Search16 is k4Search8 for the two super-blocks x0 and x1 at once, with
@@ -316,18 +286,9 @@ func k4Search16(nmax int32, x0, x1 []float32, a, b *qkx2Oct, h *qkx2Hex, rmin fl
 	qkx2Start4SSE2(b, 0, &x1[0], nmax)
 	qkx2Start4SSE2(b, 1, &x1[128], nmax)
 	num := k4Num(nmax, rmin, nstep)
-	h.search(a, b, &num, nstep, nmax, 0)
+	qkx2Search16AVX512(a, b, h, &num[0], nstep+1, nmax, 0)
 	a.results(32, scales[0][:], mins[0][:])
 	b.results(32, scales[1][:], mins[1][:])
-}
-
-// search runs makeQKX2's search over candidates 0..nstep of num on the
-// eight groups of a and the eight of b in one AVX-512 pass, with h as the
-// kernel's working copy; it leaves in a and b what their search would.
-func (h *qkx2Hex) search(a, b *qkx2Oct, num *qkx2Num, nstep int, nmax, flags int32) {
-	h.pack(a, b)
-	qkx2Search16AVX512(h, &num[0], nstep+1, nmax, flags)
-	h.unpack(a, b)
 }
 
 // results writes the search's results for the eight groups of n elements
@@ -404,7 +365,7 @@ func q2Search16(x []float32, o *[2]qkx2Oct, h *qkx2Hex, scales, mins []float32) 
 	}
 	q2Start8(x[:128], &o[0])
 	q2Start8(x[128:], &o[1])
-	h.search(&o[0], &o[1], &q2Num, 15, 3, qkx2Short|qkx2MAD)
+	qkx2Search16AVX512(&o[0], &o[1], h, &q2Num[0], 16, 3, qkx2Short|qkx2MAD)
 	o[0].results(16, scales[:8], mins[:8])
 	o[1].results(16, scales[8:], mins[8:])
 }

@@ -1440,14 +1440,46 @@ odone:
 	VSUBPS  Z15, Z8, Z8; \
 	VMOVUPS Z8, (HXM+off)(DI)
 
-// func qkx2Search16AVX512(s *qkx2Hex, num *float32, n int, hi, flags int32)
-// qkx2Search8AVX2 for the sixteen groups of s. n ≥ 1.
-TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-32
-	MOVQ   s+0(FP), DI
-	MOVQ   num+8(FP), SI
-	MOVQ   n+16(FP), CX
-	MOVL   flags+28(FP), R11
-	MOVL   hi+24(FP), AX
+// Row off of oct field F of a (R8) and b (R9), side by side, into hex field
+// G; and back.
+#define HIN(F, G, off) \
+	VMOVUPS (F+off)(R8), Y8; \
+	VINSERTF64X4 $1, (F+off)(R9), Z8, Z8; \
+	VMOVUPS Z8, (G+2*off)(DI)
+
+#define HOUT(F, G, off) \
+	VMOVUPS (G+2*off)(DI), Z8; \
+	VMOVUPS Y8, (F+off)(R8); \
+	VEXTRACTF64X4 $1, Z8, (F+off)(R9)
+
+#define HINROW(off) \
+	HIN(KX, HX, off); \
+	HIN(KW, HW, off); \
+	HIN(KXM, HXM, off); \
+	HIN(KL, HL, off)
+
+#define HOUTROW(off) HOUT(KL, HL, off)
+
+// func qkx2Search16AVX512(a, b *qkx2Oct, s *qkx2Hex, num *float32, n int, hi, flags int32)
+// qkx2Search8AVX2 for the eight groups of a and the eight of b at once:
+// it interleaves them into s, searches there, and writes back to a and b
+// the levels, mins and scales. n ≥ 1.
+TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-48
+	MOVQ   a+0(FP), R8
+	MOVQ   b+8(FP), R9
+	MOVQ   s+16(FP), DI
+	MOVQ   num+24(FP), SI
+	MOVQ   n+32(FP), CX
+	MOVL   flags+44(FP), R11
+	MOVL   hi+40(FP), AX
+	KALLLO(HINROW)
+	KALLHI(HINROW)
+	HIN(KMN, HMN, 0)
+	HIN(KMX, HMX, 0)
+	HIN(KSUMW, HSUMW, 0)
+	HIN(KSUMX, HSUMX, 0)
+	HIN(KSCALE, HSCALE, 0)
+	HIN(KBEST, HBEST, 0)
 	XORL   BX, BX
 	ZCONSTS(BX, AX)
 
@@ -1524,6 +1556,10 @@ znext:
 	ADDQ   $4, SI
 	DECQ   CX
 	JNZ    zcand
+	KALLLO(HOUTROW)
+	KALLHI(HOUTROW)
+	HOUT(KMN, HMN, 0)
+	HOUT(KSCALE, HSCALE, 0)
 	VZEROUPPER
 	RET
 
