@@ -1001,23 +1001,7 @@ func TestQXQuants32x16MatchesScalar(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("this CPU has no AVX-512 (F and BW)")
 	}
-	r := rand.New(rand.NewPCG(33, 34))
-	var x [256]float32
-	var l1, l2 [256]int8
-	var s1 [16]float32
-	for iter := 0; iter < 10000; iter++ {
-		for g := range 16 {
-			adversarialGroup(r, x[16*g:16*g+16])
-		}
-		makeQXQuants32x16(x[:], l1[:], s1[:])
-		for g := range 16 {
-			xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
-			s2 := makeQXQuantsPlain(32, xs, ls)
-			if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
-				t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
-			}
-		}
-	}
+	checkQXQuants32(t, 16, 33, makeQXQuants32x16)
 }
 
 // TestK4Search16MatchesSearch8 checks the sixteen-lane search of two
@@ -1129,25 +1113,31 @@ func TestK4EncodeSameWithAVX512(t *testing.T) {
 // the CPU has it, and the SSE2 quads) against the literal make_qx_quants,
 // group by group, on random and adversarial groups.
 func TestQXQuants32x8MatchesScalar(t *testing.T) {
-	eachKernelSet(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(31, 32))
-		var x [128]float32
-		var l1, l2 [128]int8
-		var s1 [8]float32
-		for iter := 0; iter < 10000; iter++ {
-			for g := range 8 {
-				adversarialGroup(r, x[16*g:16*g+16])
-			}
-			makeQXQuants32x8(x[:], l1[:], s1[:])
-			for g := range 8 {
-				xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
-				s2 := makeQXQuantsPlain(32, xs, ls)
-				if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
-					t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
-				}
+	eachKernelSet(t, func(t *testing.T) { checkQXQuants32(t, 8, 31, makeQXQuants32x8) })
+}
+
+// checkQXQuants32 runs search, a makeQXQuants(32, ·) of groups consecutive
+// groups of 16, on 10,000 sets of random and adversarial groups (the
+// generator seeded with seed, seed+1), and compares each group's scale and
+// levels with the literal make_qx_quants.
+func checkQXQuants32(t *testing.T, groups int, seed uint64, search func(x []float32, L []int8, scales []float32)) {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	x := make([]float32, 16*groups)
+	l1, l2 := make([]int8, 16*groups), make([]int8, 16*groups)
+	s1 := make([]float32, groups)
+	for iter := 0; iter < 10000; iter++ {
+		for g := range groups {
+			adversarialGroup(r, x[16*g:16*g+16])
+		}
+		search(x, l1, s1)
+		for g := range groups {
+			xs, ls := x[16*g:16*g+16], l2[16*g:16*g+16]
+			s2 := makeQXQuantsPlain(32, xs, ls)
+			if !sameFloat(s1[g], s2) || [16]int8(l1[16*g:]) != [16]int8(ls) {
+				t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, xs, s1[g], l1[16*g:16*g+16], s2, ls)
 			}
 		}
-	})
+	}
 }
 
 // adversarialGroup is adversarialBlock, and one time in three more: a tiny,
