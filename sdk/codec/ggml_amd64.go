@@ -103,6 +103,11 @@ func quadsLoadSSE2(s *quads, x *float32)
 //go:noescape
 func divRoundSSE2(L *int8, x *float32, add, d float32, lo, hi, off int32)
 
+// divRoundAVX512 is divRoundSSE2 for n elements, n a multiple of 16.
+//
+//go:noescape
+func divRoundAVX512(L *int8, x *float32, add, d float32, lo, hi, off int32, n int)
+
 // f16FromF32SSE2 is Float32ToFloat16 over n float32 at src (n a multiple
 // of 16), writing little-endian binary16 to dst.
 //

@@ -648,8 +648,7 @@ func requantK4(x []float32, y []byte, dAll, dMin float32, nmax int32, o *qkx2Oct
 			continue
 		}
 		dm := float32(dMin * float32(m))
-		divRound(lj[:16], xj[:16], dm, d, 0, nmax, 0)
-		divRound(lj[16:], xj[16:], dm, d, 0, nmax, 0)
+		divRound32(lj, xj, dm, d, 0, nmax, 0)
 	}
 }
 

@@ -68,6 +68,10 @@ func divRoundSSE2(L *int8, x *float32, add, d float32, lo, hi, off int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
+func divRoundAVX512(L *int8, x *float32, add, d float32, lo, hi, off int32, n int) {
+	panic("codec: no AVX-512 kernels on this platform")
+}
+
 func f16FromF32SSE2(dst, src *byte, n int) {
 	panic("codec: no SSE2 kernels on this platform")
 }

@@ -178,11 +178,26 @@ func makeQ3Quants4x4(x []float32, L []int8, scales []float32) {
 // NaN the division makes of it anyway.
 func divRound(L []int8, x []float32, add, d float32, lo, hi, off int32) {
 	L, x = L[:16], x[:16]
-	if useSSE2 {
+	switch {
+	case useAVX512:
+		divRoundAVX512(&L[0], &x[0], add, d, lo, hi, off, 16)
+	case useSSE2:
 		divRoundSSE2(&L[0], &x[0], add, d, lo, hi, off)
+	default:
+		divRoundGo(L, x, add, d, lo, hi, off)
+	}
+}
+
+// divRound32 is divRound for the 32 elements of x: one AVX-512 call where
+// the CPU has it, two of 16 otherwise.
+func divRound32(L []int8, x []float32, add, d float32, lo, hi, off int32) {
+	L, x = L[:32], x[:32]
+	if useAVX512 {
+		divRoundAVX512(&L[0], &x[0], add, d, lo, hi, off, 32)
 		return
 	}
-	divRoundGo(L, x, add, d, lo, hi, off)
+	divRound(L[:16], x[:16], add, d, lo, hi, off)
+	divRound(L[16:], x[16:], add, d, lo, hi, off)
 }
 
 func divRoundGo(L []int8, x []float32, add, d float32, lo, hi, off int32) {

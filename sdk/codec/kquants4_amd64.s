@@ -1740,3 +1740,42 @@ pdone:
 	VEXTRACTF32X4 $3, Z11, QSCALE(R12)
 	VZEROUPPER
 	RET
+
+// func divRoundAVX512(L *int8, x *float32, add, d float32, lo, hi, off int32, n int)
+// divRoundSSE2 for n elements (a multiple of 16), sixteen at a time.
+TEXT ·divRoundAVX512(SB), NOSPLIT, $0-48
+	MOVQ   L+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   n+40(FP), CX
+	VBROADCASTSS add+16(FP), Z13
+	VBROADCASTSS d+20(FP), Z0
+	MOVL   $0x4B400000, DX
+	VPBROADCASTD DX, Z3
+	MOVL   $0x007FFFFF, DX
+	VPBROADCASTD DX, Z4
+	MOVL   $0x00400000, DX
+	VPBROADCASTD DX, Z5
+	MOVL   lo+24(FP), DX
+	VPBROADCASTD DX, Z6
+	MOVL   hi+28(FP), DX
+	VPBROADCASTD DX, Z7
+	MOVL   off+32(FP), DX
+	VPBROADCASTD DX, Z8
+
+zdivround:
+	VMOVUPS (SI), Z1
+	VADDPS  Z13, Z1, Z1
+	VDIVPS  Z0, Z1, Z1
+	VADDPS  Z3, Z1, Z1
+	VPANDD  Z4, Z1, Z1
+	VPSUBD  Z5, Z1, Z1
+	VPMAXSD Z6, Z1, Z1
+	VPMINSD Z7, Z1, Z1
+	VPADDD  Z8, Z1, Z1
+	VPMOVSDB Z1, (DI)
+	ADDQ    $64, SI
+	ADDQ    $16, DI
+	SUBQ    $16, CX
+	JNZ     zdivround
+	VZEROUPPER
+	RET

@@ -512,7 +512,8 @@ func TestSearch4MatchesScalar(t *testing.T) {
 }
 
 // TestQuadKernelsMatchGo compares quadsLoadSSE2 and divRoundSSE2 with their
-// Go twins on random and adversarial input.
+// Go twins on random and adversarial input (divRound's AVX-512 kernel too,
+// where the CPU has it).
 func TestQuadKernelsMatchGo(t *testing.T) {
 	if !useSSE2 {
 		t.Skip("no SSE2 kernels on this platform")
@@ -543,7 +544,9 @@ func TestQuadKernelsMatchGo(t *testing.T) {
 		if r.IntN(20) == 0 {
 			d = []float32{0, float32(math.Inf(1)), float32(math.NaN()), 1e-45}[r.IntN(4)]
 		}
-		lo, hi, off := []int32{-4, -32}[iter%2], []int32{3, 31}[iter%2], []int32{4, 32}[iter%2]
+		// q3_K's, q6_K's, q4_K's, q5_K's and q2_K's ranges and offsets.
+		k := iter % 5
+		lo, hi, off := []int32{-4, -32, 0, 0, 0}[k], []int32{3, 31, 15, 31, 3}[k], []int32{4, 32, 0, 0, 0}[k]
 		var add float32
 		if iter%4 != 0 {
 			add = float32(r.NormFloat64()) * fabs(d) * 8
@@ -553,6 +556,15 @@ func TestQuadKernelsMatchGo(t *testing.T) {
 		divRoundGo(lb[:], x[:16], add, d, lo, hi, off)
 		if la != lb {
 			t.Fatalf("divRound((%v + %g) / %g): SSE2 %v, Go %v", x[:16], add, d, la, lb)
+		}
+		if useAVX512 {
+			var lz, lg [32]int8
+			divRoundAVX512(&lz[0], &x[0], add, d, lo, hi, off, 32)
+			divRoundGo(lg[:16], x[:16], add, d, lo, hi, off)
+			divRoundGo(lg[16:], x[16:32], add, d, lo, hi, off)
+			if lz != lg {
+				t.Fatalf("divRound((%v + %g) / %g): AVX-512 %v, Go %v", x[:32], add, d, lz, lg)
+			}
 		}
 	}
 }
