@@ -955,16 +955,18 @@ func TestEncodeQ4_0MatchesPlain(t *testing.T) {
 // groups (some flat, some tiny, some with NaN or infinity).
 func TestK4Search8MatchesScalar(t *testing.T) { eachKernelSet(t, testK4Search8) }
 
-// eachKernelSet runs test without the AVX2 kernels and, where the CPU has
-// AVX2, with them.
+// eachKernelSet runs test without the AVX2 kernels (nor the AVX-512 ones,
+// which the code selects only beside AVX2) and, where the CPU has AVX2, with
+// them.
 func eachKernelSet(t *testing.T, test func(*testing.T)) {
 	sets := []bool{false}
 	if useAVX2 {
 		sets = append(sets, true)
 	}
-	defer func(v bool) { useAVX2 = v }(useAVX2)
+	defer func(avx2, avx512 bool) { useAVX2, useAVX512 = avx2, avx512 }(useAVX2, useAVX512)
+	avx512 := useAVX512
 	for _, avx2 := range sets {
-		useAVX2 = avx2
+		useAVX2, useAVX512 = avx2, avx2 && avx512
 		t.Run(fmt.Sprintf("avx2=%v", avx2), test)
 	}
 }
