@@ -785,11 +785,12 @@ func decodeQ5_K(dst []float32, src []byte) {
 func encodeQ6_K(dst []byte, src []float32) {
 	var L [256]int8
 	var scales [16]float32
+	var qs qxScratch
 	for len(src) >= 256 && len(dst) >= 210 {
 		x := src[:256]
 		y := dst[:210]
 		var maxScale, maxAbsScale float32
-		makeQXQuants32x16(x, L[:], scales[:])
+		makeQXQuants32x16(x, L[:], scales[:], &qs)
 		for _, s := range scales {
 			if a := fabs(s); a > maxAbsScale {
 				maxAbsScale, maxScale = a, s

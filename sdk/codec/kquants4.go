@@ -134,23 +134,31 @@ type qxHex struct {
 	x, w, wx, cur, L [256]float32
 }
 
+// qxScratch is makeQXQuants32x16's working memory, which an encoder keeps
+// across super-blocks instead of clearing 10 KiB of fresh stack for each.
+type qxScratch struct {
+	q [4]quads
+	o qxHex
+}
+
 // makeQXQuants32x16 is makeQXQuants32x8 for the sixteen groups of 16 of a
 // super-block x, writing levels to L[:256] and scales to scales[:16]: where
-// the CPU has AVX-512, one sixteen-lane search (TestQXQuants32x16MatchesScalar).
-func makeQXQuants32x16(x []float32, L []int8, scales []float32) {
+// the CPU has AVX-512, one sixteen-lane search in s
+// (TestQXQuants32x16MatchesScalar). Every field of s the search reads is
+// written first.
+func makeQXQuants32x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:256], L[:256], scales[:16]
 	if !useAVX512 {
 		makeQXQuants32x8(x[:128], L[:128], scales[:8])
 		makeQXQuants32x8(x[128:], L[128:], scales[8:])
 		return
 	}
-	var q [4]quads
+	q := &s.q
 	var zero [4][4]bool
-	var o qxHex
 	for k := range q {
 		zero[k] = q[k].load(x[64*k:])
 	}
-	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &o, &qxNum32[0], len(qxNum32), -32, 31)
+	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &qxNum32[0], len(qxNum32), -32, 31)
 	for k := range q {
 		q[k].store(zero[k], 32, L[64*k:64*k+64], scales[4*k:4*k+4])
 	}

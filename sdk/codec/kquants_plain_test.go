@@ -971,6 +971,14 @@ func eachKernelSet(t *testing.T, test func(*testing.T)) {
 	}
 }
 
+// k4SearchParams are the searches the k4Search tests run: q4_K's, q5_K's,
+// and a single candidate.
+var k4SearchParams = []struct {
+	nmax  int32
+	rmin  float32
+	nstep int
+}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
+
 func testK4Search8(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	var x [256]float32
@@ -980,13 +988,8 @@ func testK4Search8(t *testing.T) {
 	var laux [32]uint8
 	var s1, m1 [8]float32
 	var o qkx2Oct // reused, as encodeQ4_K does
-	params := []struct {
-		nmax  int32
-		rmin  float32
-		nstep int
-	}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
 	for iter := 0; iter < 10000; iter++ {
-		p := params[iter%len(params)]
+		p := k4SearchParams[iter%len(k4SearchParams)]
 		for g := range 8 {
 			xs := x[32*g : 32*g+32]
 			adversarialGroup(r, xs)
@@ -1015,7 +1018,8 @@ func TestQXQuants32x16MatchesScalar(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("this CPU has no AVX-512 (F and BW)")
 	}
-	checkQXQuants32(t, 16, 33, makeQXQuants32x16)
+	var s qxScratch // reused, as encodeQ6_K does
+	checkQXQuants32(t, 16, 33, func(x []float32, L []int8, scales []float32) { makeQXQuants32x16(x, L, scales, &s) })
 }
 
 // TestK4Search16MatchesSearch8 checks the sixteen-lane search of two
@@ -1033,13 +1037,8 @@ func TestK4Search16MatchesSearch8(t *testing.T) {
 	var got, wantS, wantM [2][8]float32
 	var gotM [2][8]float32
 	var l1, l2 [32]int8
-	params := []struct {
-		nmax  int32
-		rmin  float32
-		nstep int
-	}{{15, -1, 20}, {31, -0.5, 15}, {15, -1, 0}}
 	for iter := 0; iter < 10000; iter++ {
-		p := params[iter%len(params)]
+		p := k4SearchParams[iter%len(k4SearchParams)]
 		for k := range 2 {
 			for g := range 8 {
 				adversarialGroup(r, x[k][32*g:32*g+32])
