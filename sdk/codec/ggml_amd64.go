@@ -205,3 +205,15 @@ func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool)
 //
 //go:noescape
 func q40BlockSSE2(x *float32, q *byte) (d float32, ok bool)
+
+// iq4Trials16AVX512 is iq4Trials.search for the 32 elements at x, the
+// sixteen trials in the lanes of a vector.
+//
+//go:noescape
+func iq4Trials16AVX512(x *float32, ids *[16]float32, tr *iq4Trials)
+
+// iq4IndexAVX512 sets L[j] = bestIndexIQ4(id·x[j]) for j < n, n a multiple
+// of 16.
+//
+//go:noescape
+func iq4IndexAVX512(L *uint8, x *float32, id float32, n int)

@@ -654,14 +654,17 @@ func requantK4(x []float32, y []byte, dAll, dMin float32, nmax int32, o *qkx2Oct
 
 func encodeQ4_K(dst []byte, src []float32) { k4Encode(dst, src, false) }
 
-// packQ4K packs q4_K's levels L into the block y: elements j and j+32 of
-// each 64 in one byte, low nibble first.
+// packQ4K packs q4_K's levels L (0..15) into the block y: elements j and
+// j+32 of each 64 in one byte, low nibble first. Eight bytes at a time, as
+// the bytes of a uint64.
 func packQ4K(y []byte, L *[256]int8) {
 	qs := y[16:144]
+	b := (*[256]byte)(unsafe.Pointer(L))
 	for j := 0; j < 256; j += 64 {
-		q := qs[j/2 : j/2+32]
-		for l := range q {
-			q[l] = uint8(L[j+l]) | uint8(L[j+l+32])<<4
+		for m := 0; m < 32; m += 8 {
+			lo := binary.LittleEndian.Uint64(b[j+m:])
+			hi := binary.LittleEndian.Uint64(b[j+32+m:])
+			binary.LittleEndian.PutUint64(qs[j/2+m:], lo|hi<<4)
 		}
 	}
 }
@@ -718,29 +721,25 @@ func decodeQ4_K(dst []float32, src []byte) {
 
 func encodeQ5_K(dst []byte, src []float32) { k4Encode(dst, src, true) }
 
-// packQ5K packs q5_K's levels L into the block y: the fifth bits into qh,
-// the low four as q4_K packs them.
+// packQ5K packs q5_K's levels L (0..31) into the block y: the fifth bits
+// into qh, bit 2k of qh[m] for element 64k+m and bit 2k+1 for element
+// 64k+32+m, and the low four as q4_K packs them. Eight elements at a time,
+// as the bytes of a uint64: branches on each level's fifth bit, which
+// random data sets half the time, cost more than the packing.
 func packQ5K(y []byte, L *[256]int8) {
 	qh := y[16:48]
-	clear(qh)
 	ql := y[48:176]
-	m1, m2 := uint8(1), uint8(2)
-	for n := 0; n < 256; n += 64 {
-		q := ql[n/2 : n/2+32]
-		for j := range 32 {
-			l1, l2 := uint8(L[n+j]), uint8(L[n+j+32])
-			if l1 > 15 {
-				l1 -= 16
-				qh[j] |= m1
-			}
-			if l2 > 15 {
-				l2 -= 16
-				qh[j] |= m2
-			}
-			q[j] = l1 | l2<<4
+	b := (*[256]byte)(unsafe.Pointer(L))
+	const ones, lows = 0x0101010101010101, 0x0f0f0f0f0f0f0f0f
+	for m := 0; m < 32; m += 8 {
+		var h uint64
+		for k := range 4 {
+			lo := binary.LittleEndian.Uint64(b[64*k+m:])
+			hi := binary.LittleEndian.Uint64(b[64*k+32+m:])
+			h |= (lo>>4&ones)<<(2*k) | (hi>>4&ones)<<(2*k+1)
+			binary.LittleEndian.PutUint64(ql[32*k+m:], lo&lows|(hi&lows)<<4)
 		}
-		m1 <<= 2
-		m2 <<= 2
+		binary.LittleEndian.PutUint64(qh[m:], h)
 	}
 }
 
@@ -815,19 +814,30 @@ func encodeQ6_K(dst []byte, src []float32) {
 			}
 			divRound(L[16*j:16*j+16], x[16*j:16*j+16], 0, d, -32, 31, 32)
 		}
-		ql := y[:128]
-		qh := y[128:192]
-		for j := 0; j < 256; j += 128 {
-			lq := ql[j/2 : j/2+64]
-			hq := qh[j/4 : j/4+32]
-			for l := range 32 {
-				a, b, c, e := uint8(L[j+l]), uint8(L[j+l+32]), uint8(L[j+l+64]), uint8(L[j+l+96])
-				lq[l] = a&0xf | (c&0xf)<<4
-				lq[l+32] = b&0xf | (e&0xf)<<4
-				hq[l] = a>>4 | (b>>4)<<2 | (c>>4)<<4 | (e>>4)<<6
-			}
-		}
+		packQ6K(y, &L)
 		src, dst = src[256:], dst[210:]
+	}
+}
+
+// packQ6K packs q6_K's levels L (0..63) into the block y: in each half of
+// 128 elements, elements l, l+32, l+64, l+96 have their low four bits in
+// the nibbles of ql bytes l and l+32 and their high two in bits 0–7 of qh
+// byte l. Eight elements at a time, as the bytes of a uint64.
+func packQ6K(y []byte, L *[256]int8) {
+	ql := y[:128]
+	qh := y[128:192]
+	b := (*[256]byte)(unsafe.Pointer(L))
+	const lows, threes = 0x0f0f0f0f0f0f0f0f, 0x0303030303030303
+	for j := 0; j < 256; j += 128 {
+		for m := 0; m < 32; m += 8 {
+			a := binary.LittleEndian.Uint64(b[j+m:])
+			c := binary.LittleEndian.Uint64(b[j+32+m:])
+			e := binary.LittleEndian.Uint64(b[j+64+m:])
+			f := binary.LittleEndian.Uint64(b[j+96+m:])
+			binary.LittleEndian.PutUint64(ql[j/2+m:], a&lows|(e&lows)<<4)
+			binary.LittleEndian.PutUint64(ql[j/2+32+m:], c&lows|(f&lows)<<4)
+			binary.LittleEndian.PutUint64(qh[j/4+m:], a>>4&threes|(c>>4&threes)<<2|(e>>4&threes)<<4|(f>>4&threes)<<6)
+		}
 	}
 }
 

@@ -143,3 +143,11 @@ func q41BlockSSE2(x *float32, q *byte) (d, lo float32, ok bool) {
 func q40BlockSSE2(x *float32, q *byte) (d float32, ok bool) {
 	panic("codec: no SSE2 kernels on this platform")
 }
+
+func iq4Trials16AVX512(x *float32, ids *[16]float32, tr *iq4Trials) {
+	panic("codec: no AVX-512 kernels on this platform")
+}
+
+func iq4IndexAVX512(L *uint8, x *float32, id float32, n int) {
+	panic("codec: no AVX-512 kernels on this platform")
+}

@@ -431,52 +431,95 @@ func bestIndexIQ4(x float32) uint8 {
 	return 15 // x ≥ 113, or NaN
 }
 
-// iq4Block is the per-32 scale search of ggml's quantize_row_iq4_nl_impl with
-// no importance weights (w = x²) and ntry = 7. It writes the levels to L and
-// returns the block scale (0 for a block below groupMaxEps).
-func iq4Block(xb []float32, L []uint8) float32 {
-	xb, L = xb[:32], L[:32]
-	var weight [32]float32
-	for j, v := range xb {
-		weight[j] = float32(v * v)
+// iq4Levels is the codebook as float32 for the AVX-512 kernels: the sixteen
+// values, then the values from the second on with the last repeated (the
+// value above each index).
+var iq4Levels = func() (t [32]float32) {
+	for i, v := range kvaluesIQ4NL {
+		t[i] = float32(v)
+		t[16+i] = float32(kvaluesIQ4NL[min(i+1, 15)])
 	}
-	amax, max := argMaxAbs(xb)
+	return t
+}()
+
+// iq4Trials holds the sixteen trials of an iq4 block's scale search: for
+// trial t, with q the codebook value nearest ids[t]·x and w = x², the sums
+// over the block, in element order, of (w·q)·x and of (w·q)·q; the scale
+// they give, sumQX/sumQ2 where sumQ2 > 0 and 0 elsewhere; best, that scale
+// times sumQX; and sumQX².
+type iq4Trials struct {
+	sumQX, sumQ2, d, best, sq [16]float32
+}
+
+// iq4Block is the per-32 scale search of ggml's quantize_row_iq4_nl_impl with
+// no importance weights (w = x²) and ntry = 7: the first guess d = max/127
+// and the 15 scales (itry-127)/max for itry in -7..7. It returns the block
+// scale (0 for a block below groupMaxEps). The trials are independent, so
+// they are computed side by side (iq4Trials16AVX512), and the best taken in
+// ggml's order.
+func iq4Block(xb []float32) float32 {
+	xb = xb[:32]
+	// firstAbsMax32 is ggml's loop for blocks without NaNs; it takes a NaN
+	// for the largest magnitude where ggml skips it, but a NaN anywhere in
+	// the block makes every trial's sums NaN (its weight is NaN), and the
+	// scale 0, whichever max the trials start from.
+	m, v := firstAbsMax32((*[32]float32)(xb))
+	amax, max := math.Float32frombits(m), math.Float32frombits(v)
 	if amax < groupMaxEps {
 		return 0
 	}
-	const ntry = 7
-	v0 := float32(kvaluesIQ4NL[0])
-	d := -max / v0
-	id := 1 / d
-	var sumqx, sumq2 float32
-	for j, v := range xb {
-		l := bestIndexIQ4(float32(id * v))
-		L[j] = l
-		q := float32(kvaluesIQ4NL[l])
-		wq := float32(weight[j] * q)
-		sumqx += float32(wq * v)
-		sumq2 += float32(wq * q)
+	v0 := int(kvaluesIQ4NL[0])
+	var ids [16]float32
+	ids[0] = 1 / (-max / float32(v0))
+	for t := 1; t < 16; t++ {
+		ids[t] = float32(t-8+v0) / max
 	}
-	d = 0
-	if sumq2 > 0 {
-		d = sumqx / sumq2
+	var tr iq4Trials
+	if useAVX512 {
+		iq4Trials16AVX512(&xb[0], &ids, &tr)
+	} else {
+		tr.search(xb, &ids)
 	}
-	best := float32(d * sumqx)
-	for itry := -ntry; itry <= ntry; itry++ {
-		id = float32(itry+int(kvaluesIQ4NL[0])) / max
-		sumqx, sumq2 = 0, 0
-		for j, v := range xb {
-			q := float32(kvaluesIQ4NL[bestIndexIQ4(float32(id*v))])
-			wq := float32(weight[j] * q)
-			sumqx += float32(wq * v)
-			sumq2 += float32(wq * q)
-		}
-		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-			d = sumqx / sumq2
-			best = float32(d * sumqx)
+	d, best := tr.d[0], tr.best[0]
+	for t := 1; t < 16; t++ {
+		if tr.sumQ2[t] > 0 && tr.sq[t] > float32(best*tr.sumQ2[t]) {
+			d, best = tr.d[t], tr.best[t]
 		}
 	}
 	return d
+}
+
+// search runs the trials of the inverse scales ids on the 32 elements of xb.
+func (tr *iq4Trials) search(xb []float32, ids *[16]float32) {
+	xb = xb[:32]
+	for t, id := range ids {
+		var sumqx, sumq2 float32
+		for _, v := range xb {
+			q := float32(kvaluesIQ4NL[bestIndexIQ4(float32(id*v))])
+			wq := float32(float32(v*v) * q)
+			sumqx += float32(wq * v)
+			sumq2 += float32(wq * q)
+		}
+		var d float32
+		if sumq2 > 0 {
+			d = sumqx / sumq2
+		}
+		tr.sumQX[t], tr.sumQ2[t] = sumqx, sumq2
+		tr.d[t], tr.best[t], tr.sq[t] = d, float32(d*sumqx), float32(sumqx*sumqx)
+	}
+}
+
+// iq4Indexes sets L[j] to the index of the codebook value nearest id·x[j],
+// for the 32 elements of x.
+func iq4Indexes(L []uint8, x []float32, id float32) {
+	L, x = L[:32], x[:32]
+	if useAVX512 {
+		iq4IndexAVX512(&L[0], &x[0], id, 32)
+		return
+	}
+	for j, v := range x {
+		L[j] = bestIndexIQ4(float32(id * v))
+	}
 }
 
 func packIQ4(q []byte, L []uint8) {
@@ -491,15 +534,13 @@ func encodeIQ4NL(dst []byte, src []float32) {
 	for len(src) >= 32 && len(dst) >= 18 {
 		x := src[:32]
 		y := dst[:18]
-		s := iq4Block(x, L[:])
+		s := iq4Block(x)
 		putF16(y, s)
 		var id float32
 		if s != 0 {
 			id = 1 / s
 		}
-		for j, v := range x {
-			L[j] = bestIndexIQ4(float32(id * v))
-		}
+		iq4Indexes(L[:], x, id)
 		packIQ4(y[2:18], L[:])
 		src, dst = src[32:], dst[18:]
 	}
@@ -526,7 +567,7 @@ func encodeIQ4XS(dst []byte, src []float32) {
 		y := dst[:136]
 		var maxScale, amaxScale float32
 		for ib := range 8 {
-			s := iq4Block(x[32*ib:32*ib+32], L[32*ib:32*ib+32])
+			s := iq4Block(x[32*ib : 32*ib+32])
 			scales[ib] = s
 			if a := fabs(s); a > amaxScale {
 				amaxScale, maxScale = a, s
@@ -547,9 +588,7 @@ func encodeIQ4XS(dst []byte, src []float32) {
 			if dl != 0 {
 				idl = 1 / dl
 			}
-			for j, v := range x[32*ib : 32*ib+32] {
-				L[32*ib+j] = bestIndexIQ4(float32(idl * v))
-			}
+			iq4Indexes(L[32*ib:32*ib+32], x[32*ib:32*ib+32], idl)
 			l += 32
 			lo, hi := uint8(l&0xf), uint16(l>>4)
 			if ib%2 == 0 {

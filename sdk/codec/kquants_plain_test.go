@@ -1264,3 +1264,214 @@ func TestQ2Search8MatchesScalar(t *testing.T) {
 		}
 	})
 }
+
+// packQ4KPlain, packQ5KPlain and packQ6KPlain are ggml's packing of the
+// levels in quantize_row_q4_K_ref, quantize_row_q5_K_ref and
+// quantize_row_q6_K_ref, element by element.
+func packQ4KPlain(y []byte, L *[256]int8) {
+	q := y[16:144]
+	for j := 0; j < 256; j += 64 {
+		for l := range 32 {
+			q[j/2+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<4
+		}
+	}
+}
+
+func packQ5KPlain(y []byte, L *[256]int8) {
+	qh := y[16:48]
+	clear(qh)
+	ql := y[48:176]
+	m1, m2 := uint8(1), uint8(2)
+	for n := 0; n < 256; n += 64 {
+		for j := range 32 {
+			l1, l2 := uint8(L[n+j]), uint8(L[n+j+32])
+			if l1 > 15 {
+				l1 -= 16
+				qh[j] |= m1
+			}
+			if l2 > 15 {
+				l2 -= 16
+				qh[j] |= m2
+			}
+			ql[n/2+j] = l1 | l2<<4
+		}
+		m1 <<= 2
+		m2 <<= 2
+	}
+}
+
+func packQ6KPlain(y []byte, L *[256]int8) {
+	ql := y[:128]
+	qh := y[128:192]
+	for j := 0; j < 256; j += 128 {
+		for l := range 32 {
+			a, b, c, e := uint8(L[j+l]), uint8(L[j+l+32]), uint8(L[j+l+64]), uint8(L[j+l+96])
+			ql[j/2+l] = a&0xf | (c&0xf)<<4
+			ql[j/2+l+32] = b&0xf | (e&0xf)<<4
+			qh[j/4+l] = a>>4 | (b>>4)<<2 | (c>>4)<<4 | (e>>4)<<6
+		}
+	}
+}
+
+// TestPackKMatchesPlain holds the word-at-a-time packing of q4_K's, q5_K's
+// and q6_K's levels to ggml's, on random levels and on blocks of all the
+// lowest and all the highest level; the bytes outside the packed fields
+// stay as they were.
+func TestPackKMatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 17))
+	for _, c := range []struct {
+		name        string
+		levels      int
+		pack, plain func([]byte, *[256]int8)
+	}{
+		{"q4_K", 16, packQ4K, packQ4KPlain},
+		{"q5_K", 32, packQ5K, packQ5KPlain},
+		{"q6_K", 64, packQ6K, packQ6KPlain},
+	} {
+		for trial := range 2000 {
+			var L [256]int8
+			for i := range L {
+				switch trial {
+				case 0:
+				case 1:
+					L[i] = int8(c.levels - 1)
+				default:
+					L[i] = int8(r.IntN(c.levels))
+				}
+			}
+			got, want := make([]byte, 210), make([]byte, 210)
+			for i := range got {
+				got[i] = byte(r.Uint32())
+			}
+			copy(want, got)
+			c.pack(got, &L)
+			c.plain(want, &L)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s, trial %d: packed\n%x\nggml packs\n%x", c.name, trial, got, want)
+			}
+		}
+	}
+}
+
+// TestIQ4KernelsMatchGo holds the AVX-512 kernels of the iq4 search to the Go
+// code, bit for bit: the sixteen trials (iq4Trials16AVX512 against
+// iq4Trials.search) on the trial scales iq4Block makes and on arbitrary ones,
+// and the indexes (iq4IndexAVX512 against bestIndexIQ4) of products that fall
+// on codebook values, on midpoints between them and beside both, beyond both
+// ends, and of NaN and infinities.
+func TestIQ4KernelsMatchGo(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	var x [32]float32
+	var ids [16]float32
+	for iter := range 20000 {
+		adversarialGroup(r, x[:])
+		_, m := argMaxAbs(x[:])
+		for i := range ids {
+			switch {
+			case iter%4 == 0:
+				ids[i] = float32(r.NormFloat64() * 40)
+			case m != 0:
+				ids[i] = float32(i-8-127) / m
+			}
+		}
+		var got, want iq4Trials
+		iq4Trials16AVX512(&x[0], &ids, &got)
+		want.search(x[:], &ids)
+		for i, g := range [][16]float32{got.sumQX, got.sumQ2, got.d, got.best, got.sq} {
+			w := [][16]float32{want.sumQX, want.sumQ2, want.d, want.best, want.sq}[i]
+			for k := range g {
+				if !sameFloat(g[k], w[k]) {
+					t.Fatalf("trials %v on %v:\n got %+v\nwant %+v", ids, x, got, want)
+				}
+			}
+		}
+	}
+
+	var special []float32
+	for _, v := range iq4Levels[:16] {
+		special = append(special, v, math.Nextafter32(v, -200), math.Nextafter32(v, 200))
+	}
+	for i := range 15 {
+		mid := (iq4Levels[i] + iq4Levels[i+1]) / 2
+		special = append(special, mid, math.Nextafter32(mid, -200), math.Nextafter32(mid, 200))
+	}
+	special = append(special, -1000, 1000, 0, float32(math.Copysign(0, -1)),
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0xFFC00001))
+	var L [32]uint8
+	for iter := range 20000 {
+		id := float32(1)
+		for j := range x {
+			if iter%2 == 0 {
+				x[j] = special[r.IntN(len(special))]
+			} else {
+				x[j] = float32(r.NormFloat64() * 60)
+			}
+		}
+		if iter%2 == 1 {
+			id = float32(r.NormFloat64() * 2)
+		}
+		iq4IndexAVX512(&L[0], &x[0], id, 32)
+		for j, v := range x {
+			if want := bestIndexIQ4(float32(id * v)); L[j] != want {
+				t.Fatalf("index of %g·%g = %d, want %d", id, v, L[j], want)
+			}
+		}
+	}
+}
+
+// iq4BlockPlain is the scale search of ggml's quantize_row_iq4_nl_impl with
+// no importance weights and ntry = 7, statement by statement: the first
+// guess, then the trials in order, each compared with the best so far.
+func iq4BlockPlain(xb []float32) float32 {
+	var weight [32]float32
+	for j, v := range xb {
+		weight[j] = float32(v * v)
+	}
+	amax, max := argMaxAbs(xb)
+	if amax < groupMaxEps {
+		return 0
+	}
+	sums := func(id float32) (sumqx, sumq2 float32) {
+		for j, v := range xb {
+			q := float32(kvaluesIQ4NL[bestIndexInt8Plain(kvaluesIQ4NL[:], float32(id*v))])
+			wq := float32(weight[j] * q)
+			sumqx += float32(wq * v)
+			sumq2 += float32(wq * q)
+		}
+		return sumqx, sumq2
+	}
+	d := -max / float32(kvaluesIQ4NL[0])
+	sumqx, sumq2 := sums(1 / d)
+	d = 0
+	if sumq2 > 0 {
+		d = sumqx / sumq2
+	}
+	best := float32(d * sumqx)
+	for itry := -7; itry <= 7; itry++ {
+		sumqx, sumq2 = sums(float32(itry+int(kvaluesIQ4NL[0])) / max)
+		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			d = sumqx / sumq2
+			best = float32(d * sumqx)
+		}
+	}
+	return d
+}
+
+// TestIQ4BlockMatchesPlain holds iq4Block, whose trials run side by side, to
+// ggml's search on random and adversarial blocks (NaNs, infinities,
+// subnormals, flat blocks), with each set of kernels.
+func TestIQ4BlockMatchesPlain(t *testing.T) {
+	eachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(71, 72))
+		var x [32]float32
+		for range 20000 {
+			adversarialGroup(r, x[:])
+			if got, want := iq4Block(x[:]), iq4BlockPlain(x[:]); !sameFloat(got, want) {
+				t.Fatalf("iq4Block(%v) = %g, want %g", x, got, want)
+			}
+		}
+	})
+}
