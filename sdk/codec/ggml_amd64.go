@@ -217,3 +217,15 @@ func iq4Trials16AVX512(x *float32, ids *[16]float32, tr *iq4Trials)
 //
 //go:noescape
 func iq4IndexAVX512(L *uint8, x *float32, id float32, n int)
+
+// iq4Trials16AVX2 is iq4Trials16AVX512 with the trials in two vectors of
+// eight.
+//
+//go:noescape
+func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials)
+
+// iq4IndexAVX2 is iq4IndexAVX512 eight elements at a time, n a multiple of
+// 8.
+//
+//go:noescape
+func iq4IndexAVX2(L *uint8, x *float32, id float32, n int)

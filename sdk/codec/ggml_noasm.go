@@ -151,3 +151,11 @@ func iq4Trials16AVX512(x *float32, ids *[16]float32, tr *iq4Trials) {
 func iq4IndexAVX512(L *uint8, x *float32, id float32, n int) {
 	panic("codec: no AVX-512 kernels on this platform")
 }
+
+func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
+func iq4IndexAVX2(L *uint8, x *float32, id float32, n int) {
+	panic("codec: no AVX2 kernels on this platform")
+}

@@ -451,6 +451,22 @@ type iq4Trials struct {
 	sumQX, sumQ2, d, best, sq [16]float32
 }
 
+// iq4Steps is the codebook arranged for the AVX2 kernels' binary search, a
+// row of 16 lanes each (the kernels read the first eight): the first value;
+// the middle value (index 8); the values the second, third and fourth steps
+// look up from an index ml, at ml+4, ml+2 and ml+1 (rows indexed by ml/8,
+// ml/4 and ml/2); then the steps 8, 4, 2 and 1 and the fourth step's last
+// row index, 7, as int32.
+var iq4Steps = func() (t [10][16]uint32) {
+	v := func(i int) uint32 { return math.Float32bits(float32(kvaluesIQ4NL[min(i, 15)])) }
+	for l := range 16 {
+		t[0][l], t[1][l] = v(0), v(8)
+		t[2][l], t[3][l], t[4][l] = v(8*(l%2)+4), v(4*(l%4)+2), v(2*(l%8)+1)
+		t[5][l], t[6][l], t[7][l], t[8][l], t[9][l] = 8, 4, 2, 1, 7
+	}
+	return t
+}()
+
 // iq4Block is the per-32 scale search of ggml's quantize_row_iq4_nl_impl with
 // no importance weights (w = x²) and ntry = 7: the first guess d = max/127
 // and the 15 scales (itry-127)/max for itry in -7..7. It returns the block
@@ -475,9 +491,12 @@ func iq4Block(xb []float32) float32 {
 		ids[t] = float32(t-8+v0) / max
 	}
 	var tr iq4Trials
-	if useAVX512 {
+	switch {
+	case useAVX512:
 		iq4Trials16AVX512(&xb[0], &ids, &tr)
-	} else {
+	case useAVX2:
+		iq4Trials16AVX2(&xb[0], &ids, &tr)
+	default:
 		tr.search(xb, &ids)
 	}
 	d, best := tr.d[0], tr.best[0]
@@ -513,8 +532,12 @@ func (tr *iq4Trials) search(xb []float32, ids *[16]float32) {
 // for the 32 elements of x.
 func iq4Indexes(L []uint8, x []float32, id float32) {
 	L, x = L[:32], x[:32]
-	if useAVX512 {
+	switch {
+	case useAVX512:
 		iq4IndexAVX512(&L[0], &x[0], id, 32)
+		return
+	case useAVX2:
+		iq4IndexAVX2(&L[0], &x[0], id, 32)
 		return
 	}
 	for j, v := range x {

@@ -123,3 +123,139 @@ iq4index:
 	JNZ       iq4index
 	VZEROUPPER
 	RET
+
+// The AVX2 kernels search the codebook with the rows of iq4Steps (at AX)
+// and carry the two neighbours along: LO, the value at the index ML so far,
+// and HI, the value at the bound above it. Each step looks up the value
+// ML+S (from a row of eight indexed by ML>>SH), and where y is not below it
+// (a NaN y never is) moves ML and LO up to it, elsewhere HI down; the fourth
+// step may not move to index 15, so a y at or above the last value (or NaN)
+// ends at 14 with HI the last value, as ggml's search does.
+
+// Offsets of the rows of iq4Steps.
+#define IQ4V0 0
+#define IQ4V8 64
+#define IQ4T2 128
+#define IQ4T3 192
+#define IQ4T4 256
+#define IQ4S8 320
+#define IQ4S4 384
+#define IQ4S2 448
+#define IQ4S1 512
+#define IQ4S7 576
+
+// YSTEP(T, SH, S): one step of the search of y (Y7) over index ML (Y8),
+// LO (Y9) and HI (Y10); clobbers Y11 (V), Y12 (M) and Y6 (T).
+#define YSTEP(T, SH, S) \
+	VPSRLD    $SH, Y8, Y11; \
+	VPERMPS   T(AX), Y11, Y11; \
+	VCMPPS    $5, Y11, Y7, Y12; \
+	VBLENDVPS Y12, Y11, Y9, Y9; \
+	VBLENDVPS Y12, Y10, Y11, Y10; \
+	VANDPS    S(AX), Y12, Y6; \
+	VPADDD    Y6, Y8, Y8
+
+// YNEAREST searches y (Y7): ML (Y8) ends at the index of the last codebook
+// value at or below it (capped at 14), LO (Y9) and HI (Y10) at the values
+// ML and ML+1, and M (Y12) is set where y is nearer LO (y-lo < hi-y).
+#define YNEAREST \
+	VMOVUPS   IQ4V0(AX), Y9; \
+	VMOVUPS   IQ4V8(AX), Y10; \
+	VCMPPS    $5, Y10, Y7, Y12; \
+	VBLENDVPS Y12, Y10, Y9, Y9; \
+	VANDPS    IQ4S8(AX), Y12, Y8; \
+	YSTEP(IQ4T2, 3, IQ4S4); \
+	YSTEP(IQ4T3, 2, IQ4S2); \
+	VPSRLD    $1, Y8, Y6; \
+	VPERMPS   IQ4T4(AX), Y6, Y11; \
+	VCMPPS    $5, Y11, Y7, Y12; \
+	VPCMPEQD  IQ4S7(AX), Y6, Y6; \
+	VPANDN    Y12, Y6, Y12; \
+	VBLENDVPS Y12, Y11, Y9, Y9; \
+	VBLENDVPS Y12, Y10, Y11, Y10; \
+	VANDPS    IQ4S1(AX), Y12, Y6; \
+	VPADDD    Y6, Y8, Y8; \
+	VSUBPS    Y9, Y7, Y6; \
+	VSUBPS    Y7, Y10, Y11; \
+	VCMPPS    $1, Y11, Y6, Y12
+
+// YTRIALS(OFF, SQX, SQ2) runs the eight trials ids[OFF/4…] on element x
+// (Y0, its square in Y1) and adds to their sums in SQX and SQ2.
+#define YTRIALS(OFF, SQX, SQ2) \
+	VMULPS    OFF(DI), Y0, Y7; \
+	YNEAREST; \
+	VBLENDVPS Y12, Y9, Y10, Y10; \
+	VMULPS    Y10, Y1, Y6; \
+	VMULPS    Y0, Y6, Y11; \
+	VADDPS    Y11, SQX, SQX; \
+	VMULPS    Y10, Y6, Y11; \
+	VADDPS    Y11, SQ2, SQ2
+
+// YFINISH(OFF, SQX, SQ2) stores the sums of eight trials and their d, best
+// and sq at OFF in iq4Trials (DX).
+#define YFINISH(OFF, SQX, SQ2) \
+	VXORPS  Y6, Y6, Y6; \
+	VCMPPS  $1, SQ2, Y6, Y12; \
+	VDIVPS  SQ2, SQX, Y11; \
+	VANDPS  Y12, Y11, Y11; \
+	VMULPS  SQX, Y11, Y6; \
+	VMULPS  SQX, SQX, Y7; \
+	VMOVUPS SQX, OFF(DX); \
+	VMOVUPS SQ2, (64+OFF)(DX); \
+	VMOVUPS Y11, (128+OFF)(DX); \
+	VMOVUPS Y6, (192+OFF)(DX); \
+	VMOVUPS Y7, (256+OFF)(DX)
+
+// func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials)
+//
+// iq4Trials16AVX512 with the sixteen trials in two vectors of eight.
+TEXT ·iq4Trials16AVX2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   ids+8(FP), DI
+	MOVQ   tr+16(FP), DX
+	MOVQ   $·iq4Steps(SB), AX
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   $32, CX
+
+iq4trials2:
+	VBROADCASTSS (SI), Y0
+	VMULPS       Y0, Y0, Y1
+	YTRIALS(0, Y2, Y3)
+	YTRIALS(32, Y4, Y5)
+	ADDQ         $4, SI
+	DECQ         CX
+	JNZ          iq4trials2
+	YFINISH(0, Y2, Y3)
+	YFINISH(32, Y4, Y5)
+	VZEROUPPER
+	RET
+
+// func iq4IndexAVX2(L *uint8, x *float32, id float32, n int)
+//
+// iq4IndexAVX512 eight elements at a time, n a multiple of 8.
+TEXT ·iq4IndexAVX2(SB), NOSPLIT, $0-32
+	MOVQ         L+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS id+16(FP), Y0
+	MOVQ         n+24(FP), CX
+	MOVQ         $·iq4Steps(SB), AX
+
+iq4index2:
+	VMULPS       (SI), Y0, Y7
+	YNEAREST
+	// The index is ML where y is nearer LO (M all ones, -1), else ML+1.
+	VPADDD       IQ4S1(AX), Y8, Y8
+	VPADDD       Y12, Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPACKSSDW    X9, X8, X8
+	VPACKUSWB    X8, X8, X8
+	MOVQ         X8, (DI)
+	ADDQ         $32, SI
+	ADDQ         $8, DI
+	SUBQ         $8, CX
+	JNZ          iq4index2
+	VZEROUPPER
+	RET

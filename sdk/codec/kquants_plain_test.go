@@ -1353,16 +1353,33 @@ func TestPackKMatchesPlain(t *testing.T) {
 	}
 }
 
-// TestIQ4KernelsMatchGo holds the AVX-512 kernels of the iq4 search to the Go
-// code, bit for bit: the sixteen trials (iq4Trials16AVX512 against
+// TestIQ4KernelsMatchGo holds the AVX-512 and AVX2 kernels of the iq4 search
+// to the Go code, bit for bit: the sixteen trials (against
 // iq4Trials.search) on the trial scales iq4Block makes and on arbitrary ones,
-// and the indexes (iq4IndexAVX512 against bestIndexIQ4) of products that fall
-// on codebook values, on midpoints between them and beside both, beyond both
-// ends, and of NaN and infinities.
+// and the indexes (against bestIndexIQ4) of products that fall on codebook
+// values, on midpoints between them and beside both, beyond both ends, and of
+// NaN and infinities.
 func TestIQ4KernelsMatchGo(t *testing.T) {
-	if !useAVX512 {
-		t.Skip("this CPU has no AVX-512 (F and BW)")
+	kernels := []struct {
+		name   string
+		ok     bool
+		trials func(x *float32, ids *[16]float32, tr *iq4Trials)
+		index  func(L *uint8, x *float32, id float32, n int)
+	}{
+		{"AVX-512", useAVX512, iq4Trials16AVX512, iq4IndexAVX512},
+		{"AVX2", useAVX2, iq4Trials16AVX2, iq4IndexAVX2},
 	}
+	for _, k := range kernels {
+		t.Run(k.name, func(t *testing.T) {
+			if !k.ok {
+				t.Skipf("this CPU has no %s", k.name)
+			}
+			testIQ4Kernels(t, k.trials, k.index)
+		})
+	}
+}
+
+func testIQ4Kernels(t *testing.T, trials func(x *float32, ids *[16]float32, tr *iq4Trials), index func(L *uint8, x *float32, id float32, n int)) {
 	r := rand.New(rand.NewPCG(61, 62))
 	var x [32]float32
 	var ids [16]float32
@@ -1378,7 +1395,7 @@ func TestIQ4KernelsMatchGo(t *testing.T) {
 			}
 		}
 		var got, want iq4Trials
-		iq4Trials16AVX512(&x[0], &ids, &got)
+		trials(&x[0], &ids, &got)
 		want.search(x[:], &ids)
 		for i, g := range [][16]float32{got.sumQX, got.sumQ2, got.d, got.best, got.sq} {
 			w := [][16]float32{want.sumQX, want.sumQ2, want.d, want.best, want.sq}[i]
@@ -1391,11 +1408,12 @@ func TestIQ4KernelsMatchGo(t *testing.T) {
 	}
 
 	var special []float32
-	for _, v := range iq4Levels[:16] {
+	for _, k := range kvaluesIQ4NL {
+		v := float32(k)
 		special = append(special, v, math.Nextafter32(v, -200), math.Nextafter32(v, 200))
 	}
 	for i := range 15 {
-		mid := (iq4Levels[i] + iq4Levels[i+1]) / 2
+		mid := float32(int(kvaluesIQ4NL[i])+int(kvaluesIQ4NL[i+1])) / 2
 		special = append(special, mid, math.Nextafter32(mid, -200), math.Nextafter32(mid, 200))
 	}
 	special = append(special, -1000, 1000, 0, float32(math.Copysign(0, -1)),
@@ -1413,7 +1431,7 @@ func TestIQ4KernelsMatchGo(t *testing.T) {
 		if iter%2 == 1 {
 			id = float32(r.NormFloat64() * 2)
 		}
-		iq4IndexAVX512(&L[0], &x[0], id, 32)
+		index(&L[0], &x[0], id, 32)
 		for j, v := range x {
 			if want := bestIndexIQ4(float32(id * v)); L[j] != want {
 				t.Fatalf("index of %g·%g = %d, want %d", id, v, L[j], want)
