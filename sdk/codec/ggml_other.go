@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -446,9 +447,27 @@ var iq4Levels = func() (t [32]float32) {
 // trial t, with q the codebook value nearest ids[t]·x and w = x², the sums
 // over the block, in element order, of (w·q)·x and of (w·q)·q; the scale
 // they give, sumQX/sumQ2 where sumQ2 > 0 and 0 elsewhere; best, that scale
-// times sumQX; and sumQX².
+// times sumQX; and sumQX². Bit t of better[i] is set when trial t beats
+// trial i as ggml compares a trial with the best so far: sumQ2[t] > 0 and
+// sq[t] > best[i]·sumQ2[t].
 type iq4Trials struct {
 	sumQX, sumQ2, d, best, sq [16]float32
+	better                    [16]uint16
+}
+
+// winner returns the trial ggml's search ends with: it keeps the best so
+// far, starting with trial 0, and takes each later trial that beats it. The
+// comparisons of every pair are in better, so the search jumps from the
+// trial it holds to the first later one that beats it.
+func (tr *iq4Trials) winner() int {
+	cur := 0
+	for {
+		m := uint32(tr.better[cur]) >> (cur + 1)
+		if m == 0 {
+			return cur
+		}
+		cur += 1 + bits.TrailingZeros32(m)
+	}
 }
 
 // iq4Steps is the codebook arranged for the AVX2 kernels' binary search, a
@@ -471,8 +490,8 @@ var iq4Steps = func() (t [10][16]uint32) {
 // no importance weights (w = x²) and ntry = 7: the first guess d = max/127
 // and the 15 scales (itry-127)/max for itry in -7..7. It returns the block
 // scale (0 for a block below groupMaxEps). The trials are independent, so
-// they are computed side by side (iq4Trials16AVX512), and the best taken in
-// ggml's order.
+// they are computed side by side (iq4Trials16AVX512), with every pair's
+// comparison, and the winner found from those in ggml's order.
 func iq4Block(xb []float32) float32 {
 	xb = xb[:32]
 	// firstAbsMax32 is ggml's loop for blocks without NaNs; it takes a NaN
@@ -499,13 +518,7 @@ func iq4Block(xb []float32) float32 {
 	default:
 		tr.search(xb, &ids)
 	}
-	d, best := tr.d[0], tr.best[0]
-	for t := 1; t < 16; t++ {
-		if tr.sumQ2[t] > 0 && tr.sq[t] > float32(best*tr.sumQ2[t]) {
-			d, best = tr.d[t], tr.best[t]
-		}
-	}
-	return d
+	return tr.d[tr.winner()]
 }
 
 // search runs the trials of the inverse scales ids on the 32 elements of xb.
@@ -525,6 +538,14 @@ func (tr *iq4Trials) search(xb []float32, ids *[16]float32) {
 		}
 		tr.sumQX[t], tr.sumQ2[t] = sumqx, sumq2
 		tr.d[t], tr.best[t], tr.sq[t] = d, float32(d*sumqx), float32(sumqx*sumqx)
+	}
+	for i, best := range tr.best {
+		tr.better[i] = 0
+		for t, sumq2 := range tr.sumQ2 {
+			if sumq2 > 0 && tr.sq[t] > float32(best*sumq2) {
+				tr.better[i] |= 1 << t
+			}
+		}
 	}
 }
 

@@ -59,7 +59,7 @@
 // For the 32 elements at x and each of the 16 inverse scales ids[t]: with
 // q the codebook value nearest ids[t]·x[j] and w = x[j]², the sums over j,
 // in order, of (w·q)·x[j] (sumQX) and of (w·q)·q (sumQ2), then d, best and
-// sq of iq4Trials.
+// sq of iq4Trials, and better.
 TEXT ·iq4Trials16AVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ ids+8(FP), DI
@@ -97,6 +97,22 @@ iq4trials:
 	VMOVUPS Z10, 128(DX)
 	VMOVUPS Z11, 192(DX)
 	VMOVUPS Z12, 256(DX)
+
+	// better[i] = K1 & (sq > best[i]·sumQ2), best[i] broadcast from lane i
+	// (Z13, from 0 up by 1 in Z6).
+	VPXORD Z13, Z13, Z13
+	MOVQ   $16, CX
+
+iq4better:
+	VPERMPS Z11, Z13, Z14
+	VMULPS  Z9, Z14, Z14
+	VCMPPS  $14, Z14, Z12, K1, K2
+	KMOVW   K2, AX
+	MOVW    AX, 320(DX)
+	VPADDD  Z6, Z13, Z13
+	ADDQ    $2, DX
+	DECQ    CX
+	JNZ     iq4better
 	VZEROUPPER
 	RET
 
@@ -206,6 +222,23 @@ iq4index:
 	VMOVUPS Y6, (192+OFF)(DX); \
 	VMOVUPS Y7, (256+OFF)(DX)
 
+// YBETTER(I) sets better[I] (iq4Trials at DX) from best[I] and the sixteen
+// trials' sumQ2 (Y3, Y5), sq and the lanes where 0 < sumQ2 (Y13, Y15 and
+// Y12, Y14, kept by the caller). Clobbers Y6, Y7, AX, BX.
+#define YBETTER(I) \
+	VBROADCASTSS (192+4*I)(DX), Y6; \
+	VMULPS       Y3, Y6, Y7; \
+	VCMPPS       $14, Y7, Y13, Y7; \
+	VANDPS       Y12, Y7, Y7; \
+	VMOVMSKPS    Y7, AX; \
+	VMULPS       Y5, Y6, Y7; \
+	VCMPPS       $14, Y7, Y15, Y7; \
+	VANDPS       Y14, Y7, Y7; \
+	VMOVMSKPS    Y7, BX; \
+	SHLL         $8, BX; \
+	ORL          BX, AX; \
+	MOVW         AX, (320+2*I)(DX)
+
 // func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials)
 //
 // iq4Trials16AVX512 with the sixteen trials in two vectors of eight.
@@ -230,6 +263,27 @@ iq4trials2:
 	JNZ          iq4trials2
 	YFINISH(0, Y2, Y3)
 	YFINISH(32, Y4, Y5)
+	VMULPS  Y2, Y2, Y13
+	VMULPS  Y4, Y4, Y15
+	VXORPS  Y6, Y6, Y6
+	VCMPPS  $1, Y3, Y6, Y12
+	VCMPPS  $1, Y5, Y6, Y14
+	YBETTER(0)
+	YBETTER(1)
+	YBETTER(2)
+	YBETTER(3)
+	YBETTER(4)
+	YBETTER(5)
+	YBETTER(6)
+	YBETTER(7)
+	YBETTER(8)
+	YBETTER(9)
+	YBETTER(10)
+	YBETTER(11)
+	YBETTER(12)
+	YBETTER(13)
+	YBETTER(14)
+	YBETTER(15)
 	VZEROUPPER
 	RET
 

@@ -1405,6 +1405,9 @@ func testIQ4Kernels(t *testing.T, trials func(x *float32, ids *[16]float32, tr *
 				}
 			}
 		}
+		if got.better != want.better {
+			t.Fatalf("trials %v on %v: better\n%016b, want\n%016b", ids, x, got.better, want.better)
+		}
 	}
 
 	var special []float32
