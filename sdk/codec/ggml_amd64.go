@@ -229,3 +229,9 @@ func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials)
 //
 //go:noescape
 func iq4IndexAVX2(L *uint8, x *float32, id float32, n int)
+
+// q2Start8AVX2 is q2Start8 for the eight groups of 16 at x, group g in lane
+// g.
+//
+//go:noescape
+func q2Start8AVX2(x *float32, o *qkx2Oct)

@@ -159,3 +159,7 @@ func iq4Trials16AVX2(x *float32, ids *[16]float32, tr *iq4Trials) {
 func iq4IndexAVX2(L *uint8, x *float32, id float32, n int) {
 	panic("codec: no AVX2 kernels on this platform")
 }
+
+func q2Start8AVX2(x *float32, o *qkx2Oct) {
+	panic("codec: no AVX2 kernels on this platform")
+}

@@ -394,8 +394,19 @@ func q2Search16(x []float32, o *[2]qkx2Oct, h *qkx2Hex, scales, mins []float32) 
 }
 
 // q2Start8 fills o with q2_K's first guesses (qkx2Start) for the eight
-// groups of 16 in x, and their weights |x|.
+// groups of 16 in x, and their weights |x|: with AVX2, the eight groups in
+// the lanes of a vector (TestQ2Start8MatchesGo).
 func q2Start8(x []float32, o *qkx2Oct) {
+	x = x[:128]
+	if useAVX2 {
+		q2Start8AVX2(&x[0], o)
+		return
+	}
+	q2Start8Go(x, o)
+}
+
+// q2Start8Go is q2Start8 one group at a time.
+func q2Start8Go(x []float32, o *qkx2Oct) {
 	var w [16]float32
 	var l [16]uint8
 	for g := range 8 {

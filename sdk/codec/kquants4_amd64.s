@@ -1779,3 +1779,133 @@ zdivround:
 	JNZ     zdivround
 	VZEROUPPER
 	RET
+
+// The element offsets of the eight groups of 16 q2Start8AVX2 gathers: 16g.
+DATA q2gather<>+0(SB)/8, $0x0000001000000000
+DATA q2gather<>+8(SB)/8, $0x0000003000000020
+DATA q2gather<>+16(SB)/8, $0x0000005000000040
+DATA q2gather<>+24(SB)/8, $0x0000007000000060
+GLOBL q2gather<>(SB), RODATA|NOPTR, $32
+
+// func q2Start8AVX2(x *float32, o *qkx2Oct)
+//
+// qkx2Start(3, ·, |x|, ·, ·, true) for the eight groups of 16 at x, group g
+// in lane g: the first pass gathers element i of every group (VGATHERDPS),
+// stores it and its weight transposed, and takes mn, mx, Σw and Σw·x in
+// element order; the second the first guess's levels and error. A flat
+// group (mx = mn) keeps qkx2Start's zeros: xm, levels, Σw, Σw·x, scale
+// and error (its levels come out 0 unmasked: its xm is 0 and iscale
+// infinite or NaN, whose product is the default NaN, of level 0). Each
+// product's operands are in the order of qkx2Start's compiled code (w·x
+// for element 0, x·w after, xm·iscale), which decides the payload and sign
+// of a NaN made of two, and a NaN's payload becomes a level.
+TEXT ·q2Start8AVX2(SB), NOSPLIT, $0-16
+	MOVQ         x+0(FP), SI
+	MOVQ         o+8(FP), DI
+	MOVL         $0x7FFFFFFF, AX
+	MOVL         AX, X15
+	VPBROADCASTD X15, Y15
+	MOVQ         $q2gather<>(SB), AX
+	VMOVDQU      (AX), Y14
+
+	// Element 0 starts mn (Y10), mx (Y11), Σw (Y8) and Σw·x (Y9).
+	VPCMPEQD   Y13, Y13, Y13
+	VGATHERDPS Y13, (SI)(Y14*4), Y0
+	VMOVUPS    Y0, KX(DI)
+	VANDPS     Y15, Y0, Y1
+	VMOVUPS    Y1, KW(DI)
+	VMOVAPS    Y0, Y10
+	VMOVAPS    Y0, Y11
+	VMOVAPS    Y1, Y8
+	VMULPS     Y0, Y1, Y9
+	MOVQ       $32, R8
+	MOVQ       $15, CX
+
+q2start:
+	ADDQ       $4, SI
+	VPCMPEQD   Y13, Y13, Y13
+	VGATHERDPS Y13, (SI)(Y14*4), Y0
+	VMOVUPS    Y0, KX(DI)(R8*1)
+	VANDPS     Y15, Y0, Y1
+	VMOVUPS    Y1, KW(DI)(R8*1)
+	// mn = x < mn ? x : mn, mx = x > mx ? x : mx (NaN keeps either).
+	VMINPS     Y10, Y0, Y10
+	VMAXPS     Y11, Y0, Y11
+	VADDPS     Y1, Y8, Y8
+	VMULPS     Y1, Y0, Y2
+	VADDPS     Y2, Y9, Y9
+	ADDQ       $32, R8
+	DECQ       CX
+	JNZ        q2start
+
+	// mn = 0 < mn ? 0 : mn; Y7 = flat (mx == mn).
+	VXORPS  Y12, Y12, Y12
+	VCMPPS  $1, Y10, Y12, Y2
+	VANDNPS Y10, Y2, Y10
+	VCMPPS  $0, Y10, Y11, Y7
+	VMOVUPS Y10, KMN(DI)
+	VMOVUPS Y10, KMNSTART(DI)
+	VMOVUPS Y11, KMX(DI)
+	VANDNPS Y8, Y7, Y8
+	VMOVUPS Y8, KSUMW(DI)
+	VANDNPS Y9, Y7, Y9
+	VMOVUPS Y9, KSUMX(DI)
+
+	// Y0 = iscale = 3/(mx - mn), Y6 = scale = 1/iscale.
+	MOVL         $0x40400000, AX
+	MOVL         AX, X0
+	VPBROADCASTD X0, Y0
+	VSUBPS       Y10, Y11, Y2
+	VDIVPS       Y2, Y0, Y0
+	MOVL         $0x3F800000, AX
+	MOVL         AX, X6
+	VPBROADCASTD X6, Y6
+	VDIVPS       Y0, Y6, Y6
+	VANDNPS      Y6, Y7, Y2
+	VMOVUPS      Y2, KSCALE(DI)
+
+	// nearestInt's constants in Y3-Y5, the levels' bound 3 in Y13.
+	MOVL         $0x4B400000, AX
+	MOVL         AX, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x007FFFFF, AX
+	MOVL         AX, X4
+	VPBROADCASTD X4, Y4
+	MOVL         $0x00400000, AX
+	MOVL         AX, X5
+	VPBROADCASTD X5, Y5
+	MOVL         $3, AX
+	MOVL         AX, X13
+	VPBROADCASTD X13, Y13
+	VXORPS       Y9, Y9, Y9
+	XORQ         R8, R8
+	MOVQ         $16, CX
+
+q2guess:
+	// xm = x - mn; l = clamp(nearestInt(iscale·xm), 0, 3);
+	// error += w·|scale·l + mn - x|.
+	VMOVUPS   KX(DI)(R8*1), Y1
+	VSUBPS    Y10, Y1, Y2
+	VANDNPS   Y2, Y7, Y2
+	VMOVUPS   Y2, KXM(DI)(R8*1)
+	VMULPS    Y0, Y2, Y2
+	VADDPS    Y3, Y2, Y2
+	VPAND     Y4, Y2, Y2
+	VPSUBD    Y5, Y2, Y2
+	VPMAXSD   Y12, Y2, Y2
+	VPMINSD   Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVUPS   Y2, KL(DI)(R8*1)
+	VMULPS    Y6, Y2, Y2
+	VADDPS    Y10, Y2, Y2
+	VSUBPS    Y1, Y2, Y2
+	VANDPS    Y15, Y2, Y2
+	VMULPS    KW(DI)(R8*1), Y2, Y2
+	VADDPS    Y2, Y9, Y9
+	ADDQ      $32, R8
+	DECQ      CX
+	JNZ       q2guess
+	VANDNPS   Y9, Y7, Y9
+	VMOVUPS   Y9, KBEST(DI)
+	VZEROUPPER
+	RET

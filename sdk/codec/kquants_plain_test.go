@@ -1496,3 +1496,51 @@ func TestIQ4BlockMatchesPlain(t *testing.T) {
 		}
 	})
 }
+
+// TestQ2Start8MatchesGo holds q2_K's first guesses in eight lanes
+// (q2Start8AVX2) to qkx2Start's, group by group, bit for bit: every field
+// the search reads, for adversarial groups (NaNs, infinities, flat groups,
+// subnormals, magnitudes near MaxFloat32).
+func TestQ2Start8MatchesGo(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("this CPU has no AVX2")
+	}
+	r := rand.New(rand.NewPCG(81, 82))
+	var x [128]float32
+	var got, want qkx2Oct
+	for iter := range 20000 {
+		for g := range 8 {
+			adversarialGroup(r, x[16*g:16*g+16])
+			if r.IntN(8) == 0 {
+				// NaNs of different payloads and signs, whose products
+				// and sums keep one or the other.
+				for range 1 + r.IntN(4) {
+					x[16*g+r.IntN(16)] = math.Float32frombits(0x7F800001 | uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
+				}
+			}
+		}
+		for i := range got.x {
+			// Stale state from an earlier super-block.
+			got.x[i], got.w[i], got.xm[i], got.L[i] = float32(iter), 1, 2, 3
+		}
+		q2Start8AVX2(&x[0], &got)
+		q2Start8Go(x[:], &want)
+		rows := [][256]float32{got.x, got.w, got.xm, got.L}
+		for k, w := range [][256]float32{want.x, want.w, want.xm, want.L} {
+			for i := range 128 {
+				if !sameFloat(rows[k][i], w[i]) {
+					t.Fatalf("iteration %d, field %d, element %d of group %d: %g, want %g (group %v)",
+						iter, k, i/8, i%8, rows[k][i], w[i], x[16*(i%8):16*(i%8)+16])
+				}
+			}
+		}
+		groups := [][8]float32{got.mn, got.mx, got.sumW, got.sumX, got.scale, got.best, got.mnStart}
+		for k, w := range [][8]float32{want.mn, want.mx, want.sumW, want.sumX, want.scale, want.best, want.mnStart} {
+			for g := range 8 {
+				if !sameFloat(groups[k][g], w[g]) {
+					t.Fatalf("iteration %d, group %d, result %d: %g, want %g (group %v)", iter, g, k, groups[k][g], w[g], x[16*g:16*g+16])
+				}
+			}
+		}
+	}
+}
