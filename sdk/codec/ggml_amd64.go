@@ -235,3 +235,8 @@ func iq4IndexAVX2(L *uint8, x *float32, id float32, n int)
 //
 //go:noescape
 func q2Start8AVX2(x *float32, o *qkx2Oct)
+
+// qkx2Start8AVX2 is qkx2Start4SSE2 for the eight groups of 32 at x at once.
+//
+//go:noescape
+func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32)

@@ -163,3 +163,7 @@ func iq4IndexAVX2(L *uint8, x *float32, id float32, n int) {
 func q2Start8AVX2(x *float32, o *qkx2Oct) {
 	panic("codec: no AVX2 kernels on this platform")
 }
+
+func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32) {
+	panic("codec: no AVX2 kernels on this platform")
+}

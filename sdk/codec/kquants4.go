@@ -267,11 +267,23 @@ func k4Search8(nmax int32, x []float32, o *qkx2Oct, rmin float32, nstep int, sca
 		}
 		return
 	}
-	qkx2Start4SSE2(o, 0, &x[0], nmax)
-	qkx2Start4SSE2(o, 1, &x[128], nmax)
+	qkx2Start8(o, x, nmax)
 	num := k4Num(nmax, rmin, nstep)
 	o.search(&num, nstep, nmax, 0)
 	o.results(32, scales, mins)
+}
+
+// qkx2Start8 fills o with the first guesses of q4_K's and q5_K's search
+// (qkx2Start with k4Weights) for the eight groups of 32 in x: with AVX2 in
+// one call of eight lanes, else in two of four (TestQkx2Start8MatchesSSE2).
+func qkx2Start8(o *qkx2Oct, x []float32, nmax int32) {
+	x = x[:256]
+	if useAVX2 {
+		qkx2Start8AVX2(o, &x[0], nmax)
+		return
+	}
+	qkx2Start4SSE2(o, 0, &x[0], nmax)
+	qkx2Start4SSE2(o, 1, &x[128], nmax)
 }
 
 // k4Num returns q4_K's and q5_K's candidate numerators, rmin + 0.1·is +
@@ -304,10 +316,8 @@ func k4Search16(nmax int32, x0, x1 []float32, a, b *qkx2Oct, h *qkx2Hex, rmin fl
 		return
 	}
 	x0, x1 = x0[:256], x1[:256]
-	qkx2Start4SSE2(a, 0, &x0[0], nmax)
-	qkx2Start4SSE2(a, 1, &x0[128], nmax)
-	qkx2Start4SSE2(b, 0, &x1[0], nmax)
-	qkx2Start4SSE2(b, 1, &x1[128], nmax)
+	qkx2Start8(a, x0, nmax)
+	qkx2Start8(b, x1, nmax)
 	num := k4Num(nmax, rmin, nstep)
 	qkx2Search16AVX512(a, b, h, &num[0], nstep+1, nmax, 0)
 	a.results(32, scales[0][:], mins[0][:])

@@ -1780,19 +1780,57 @@ zdivround:
 	VZEROUPPER
 	RET
 
-// The element offsets of the eight groups of 16 q2Start8AVX2 gathers: 16g.
-DATA q2gather<>+0(SB)/8, $0x0000001000000000
-DATA q2gather<>+8(SB)/8, $0x0000003000000020
-DATA q2gather<>+16(SB)/8, $0x0000005000000040
-DATA q2gather<>+24(SB)/8, $0x0000007000000060
-GLOBL q2gather<>(SB), RODATA|NOPTR, $32
+// KTRANSPOSE8(b, S) stores elements 8b..8b+7 of the eight groups at SI,
+// S bytes apart, transposed: element i of group g at x[8i+g] of the
+// qkx2Oct at DI; an 8×8 transpose in registers (unpack pairs, then quads,
+// then 128-bit halves). Clobbers Y0-Y15.
+#define KTRANSPOSE8(b, S) \
+	VMOVUPS    (32*b)(SI), Y0; \
+	VMOVUPS    (1*S+32*b)(SI), Y1; \
+	VMOVUPS    (2*S+32*b)(SI), Y2; \
+	VMOVUPS    (3*S+32*b)(SI), Y3; \
+	VMOVUPS    (4*S+32*b)(SI), Y4; \
+	VMOVUPS    (5*S+32*b)(SI), Y5; \
+	VMOVUPS    (6*S+32*b)(SI), Y6; \
+	VMOVUPS    (7*S+32*b)(SI), Y7; \
+	VUNPCKLPS  Y1, Y0, Y8; \
+	VUNPCKHPS  Y1, Y0, Y9; \
+	VUNPCKLPS  Y3, Y2, Y10; \
+	VUNPCKHPS  Y3, Y2, Y11; \
+	VUNPCKLPS  Y5, Y4, Y12; \
+	VUNPCKHPS  Y5, Y4, Y13; \
+	VUNPCKLPS  Y7, Y6, Y14; \
+	VUNPCKHPS  Y7, Y6, Y15; \
+	VSHUFPS    $0x44, Y10, Y8, Y0; \
+	VSHUFPS    $0xEE, Y10, Y8, Y1; \
+	VSHUFPS    $0x44, Y11, Y9, Y2; \
+	VSHUFPS    $0xEE, Y11, Y9, Y3; \
+	VSHUFPS    $0x44, Y14, Y12, Y4; \
+	VSHUFPS    $0xEE, Y14, Y12, Y5; \
+	VSHUFPS    $0x44, Y15, Y13, Y6; \
+	VSHUFPS    $0xEE, Y15, Y13, Y7; \
+	VPERM2F128 $0x20, Y4, Y0, Y8; \
+	VPERM2F128 $0x20, Y5, Y1, Y9; \
+	VPERM2F128 $0x20, Y6, Y2, Y10; \
+	VPERM2F128 $0x20, Y7, Y3, Y11; \
+	VPERM2F128 $0x31, Y4, Y0, Y12; \
+	VPERM2F128 $0x31, Y5, Y1, Y13; \
+	VPERM2F128 $0x31, Y6, Y2, Y14; \
+	VPERM2F128 $0x31, Y7, Y3, Y15; \
+	VMOVUPS    Y8, (KX+256*b)(DI); \
+	VMOVUPS    Y9, (KX+256*b+32)(DI); \
+	VMOVUPS    Y10, (KX+256*b+64)(DI); \
+	VMOVUPS    Y11, (KX+256*b+96)(DI); \
+	VMOVUPS    Y12, (KX+256*b+128)(DI); \
+	VMOVUPS    Y13, (KX+256*b+160)(DI); \
+	VMOVUPS    Y14, (KX+256*b+192)(DI); \
+	VMOVUPS    Y15, (KX+256*b+224)(DI)
 
 // func q2Start8AVX2(x *float32, o *qkx2Oct)
 //
 // qkx2Start(3, ·, |x|, ·, ·, true) for the eight groups of 16 at x, group g
-// in lane g: the first pass gathers element i of every group (VGATHERDPS),
-// stores it and its weight transposed, and takes mn, mx, Σw and Σw·x in
-// element order; the second the first guess's levels and error. A flat
+// in lane g: the first pass stores x transposed (KTRANSPOSE8) and its
+// weights, and takes mn, mx, Σw and Σw·x in element order; the second the first guess's levels and error. A flat
 // group (mx = mn) keeps qkx2Start's zeros: xm, levels, Σw, Σw·x, scale
 // and error (its levels come out 0 unmasked: its xm is 0 and iscale
 // infinite or NaN, whose product is the default NaN, of level 0). Each
@@ -1802,30 +1840,25 @@ GLOBL q2gather<>(SB), RODATA|NOPTR, $32
 TEXT ·q2Start8AVX2(SB), NOSPLIT, $0-16
 	MOVQ         x+0(FP), SI
 	MOVQ         o+8(FP), DI
+	KTRANSPOSE8(0, 64)
+	KTRANSPOSE8(1, 64)
 	MOVL         $0x7FFFFFFF, AX
 	MOVL         AX, X15
 	VPBROADCASTD X15, Y15
-	MOVQ         $q2gather<>(SB), AX
-	VMOVDQU      (AX), Y14
 
 	// Element 0 starts mn (Y10), mx (Y11), Σw (Y8) and Σw·x (Y9).
-	VPCMPEQD   Y13, Y13, Y13
-	VGATHERDPS Y13, (SI)(Y14*4), Y0
-	VMOVUPS    Y0, KX(DI)
-	VANDPS     Y15, Y0, Y1
-	VMOVUPS    Y1, KW(DI)
-	VMOVAPS    Y0, Y10
-	VMOVAPS    Y0, Y11
-	VMOVAPS    Y1, Y8
-	VMULPS     Y0, Y1, Y9
-	MOVQ       $32, R8
-	MOVQ       $15, CX
+	VMOVUPS KX(DI), Y0
+	VANDPS  Y15, Y0, Y1
+	VMOVUPS Y1, KW(DI)
+	VMOVAPS Y0, Y10
+	VMOVAPS Y0, Y11
+	VMOVAPS Y1, Y8
+	VMULPS  Y0, Y1, Y9
+	MOVQ    $32, R8
+	MOVQ    $15, CX
 
 q2start:
-	ADDQ       $4, SI
-	VPCMPEQD   Y13, Y13, Y13
-	VGATHERDPS Y13, (SI)(Y14*4), Y0
-	VMOVUPS    Y0, KX(DI)(R8*1)
+	VMOVUPS    KX(DI)(R8*1), Y0
 	VANDPS     Y15, Y0, Y1
 	VMOVUPS    Y1, KW(DI)(R8*1)
 	// mn = x < mn ? x : mn, mx = x > mx ? x : mx (NaN keeps either).
@@ -1907,5 +1940,129 @@ q2guess:
 	JNZ       q2guess
 	VANDNPS   Y9, Y7, Y9
 	VMOVUPS   Y9, KBEST(DI)
+	VZEROUPPER
+	RET
+
+// func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32)
+//
+// qkx2Start4SSE2 for the eight groups of 32 at x at once, group g in lane
+// g: the same operations on each lane, with their operands in the same
+// order.
+TEXT ·qkx2Start8AVX2(SB), NOSPLIT, $0-20
+	MOVQ         s+0(FP), DI
+	MOVQ         x+8(FP), SI
+	KTRANSPOSE8(0, 128)
+	KTRANSPOSE8(1, 128)
+	KTRANSPOSE8(2, 128)
+	KTRANSPOSE8(3, 128)
+	// Y12 = Σx² in element order.
+	VXORPS       Y12, Y12, Y12
+	XORQ         R8, R8
+
+k4sumsq:
+	VMOVUPS KX(DI)(R8*1), Y0
+	VMULPS  Y0, Y0, Y8
+	VADDPS  Y8, Y12, Y12
+	ADDQ    $32, R8
+	CMPQ    R8, $1024
+	JNE     k4sumsq
+
+	// Y13 = av = sqrt(Σx²/32), Y14 = 0x7FFFFFFF.
+	MOVL         $0x42000000, AX
+	MOVL         AX, X8
+	VPBROADCASTD X8, Y8
+	VDIVPS       Y8, Y12, Y12
+	VSQRTPS      Y12, Y13
+	MOVL         $0x7FFFFFFF, AX
+	MOVL         AX, X14
+	VPBROADCASTD X14, Y14
+	// Element 0 starts mn (Y10), mx (Y11), Σw (Y1) and Σw·x (Y2).
+	VMOVUPS      KX(DI), Y0
+	VANDPS       Y14, Y0, Y9
+	VADDPS       Y13, Y9, Y9
+	VMOVUPS      Y9, KW(DI)
+	VMOVAPS      Y0, Y10
+	VMOVAPS      Y0, Y11
+	VMOVAPS      Y9, Y1
+	VMULPS       Y0, Y9, Y2
+	MOVQ         $32, R8
+
+k4weight:
+	// w = |x| + av; mn = x < mn ? x : mn; mx = x > mx ? x : mx;
+	// Σw += w; Σw·x += w·x.
+	VMOVUPS KX(DI)(R8*1), Y0
+	VANDPS  Y14, Y0, Y9
+	VADDPS  Y13, Y9, Y9
+	VMOVUPS Y9, KW(DI)(R8*1)
+	VMINPS  Y10, Y0, Y10
+	VMAXPS  Y11, Y0, Y11
+	VADDPS  Y9, Y1, Y1
+	VMULPS  Y0, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	ADDQ    $32, R8
+	CMPQ    R8, $1024
+	JNE     k4weight
+
+	// mn = 0 < mn ? 0 : mn
+	VXORPS  Y8, Y8, Y8
+	VCMPPS  $1, Y10, Y8, Y8
+	VANDNPS Y10, Y8, Y10
+	VMOVUPS Y10, KMN(DI)
+	VMOVUPS Y10, KMNSTART(DI)
+	VMOVUPS Y11, KMX(DI)
+	VMOVUPS Y1, KSUMW(DI)
+	VMOVUPS Y2, KSUMX(DI)
+	// Y0 = iscale = nmax/(mx - mn), Y9 = scale = 1/iscale.
+	MOVL         nmax+16(FP), AX
+	VCVTSI2SSL   AX, X0, X0
+	VBROADCASTSS X0, Y0
+	VSUBPS       Y10, Y11, Y11
+	VDIVPS       Y11, Y0, Y0
+	MOVL         $0x3F800000, BX
+	MOVL         BX, X9
+	VPBROADCASTD X9, Y9
+	VDIVPS       Y0, Y9, Y9
+	VMOVUPS      Y9, KSCALE(DI)
+	// nearestInt's constants in Y3-Y5, the levels' bounds 0 and nmax in
+	// Y6 and Y7.
+	MOVL         $0x4B400000, BX
+	MOVL         BX, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x007FFFFF, BX
+	MOVL         BX, X4
+	VPBROADCASTD X4, Y4
+	MOVL         $0x00400000, BX
+	MOVL         BX, X5
+	VPBROADCASTD X5, Y5
+	VPXOR        Y6, Y6, Y6
+	MOVL         AX, X7
+	VPBROADCASTD X7, Y7
+	VXORPS       Y12, Y12, Y12
+	XORQ         R8, R8
+
+k4guess:
+	// xm = x - mn; l = clamp(nearestInt(xm·iscale), 0, nmax);
+	// error += ((l·scale + mn) - x)²·w.
+	VMOVUPS   KX(DI)(R8*1), Y1
+	VSUBPS    Y10, Y1, Y8
+	VMOVUPS   Y8, KXM(DI)(R8*1)
+	VMULPS    Y0, Y8, Y8
+	VADDPS    Y3, Y8, Y8
+	VPAND     Y4, Y8, Y8
+	VPSUBD    Y5, Y8, Y8
+	VPMAXSD   Y6, Y8, Y8
+	VPMINSD   Y7, Y8, Y8
+	VCVTDQ2PS Y8, Y8
+	VMOVUPS   Y8, KL(DI)(R8*1)
+	VMULPS    Y9, Y8, Y8
+	VADDPS    Y10, Y8, Y8
+	VSUBPS    Y1, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VMULPS    KW(DI)(R8*1), Y8, Y8
+	VADDPS    Y8, Y12, Y12
+	ADDQ      $32, R8
+	CMPQ      R8, $1024
+	JNE       k4guess
+	VMOVUPS   Y12, KBEST(DI)
 	VZEROUPPER
 	RET

@@ -1544,3 +1544,46 @@ func TestQ2Start8MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestQkx2Start8MatchesSSE2 holds the eight-lane first guesses of q4_K and
+// q5_K (qkx2Start8AVX2) to the four-lane kernel's, which the search tests
+// hold to the literal make_qkx2_quants: every field, bit for bit, for
+// adversarial super-blocks with NaNs of different payloads and signs.
+func TestQkx2Start8MatchesSSE2(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("this CPU has no AVX2")
+	}
+	r := rand.New(rand.NewPCG(91, 92))
+	var x [256]float32
+	var got, want qkx2Oct
+	for iter := range 10000 {
+		for g := range 8 {
+			adversarialGroup(r, x[32*g:32*g+32])
+			if r.IntN(8) == 0 {
+				for range 1 + r.IntN(4) {
+					x[32*g+r.IntN(32)] = math.Float32frombits(0x7F800001 | uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
+				}
+			}
+		}
+		nmax := []int32{15, 31}[iter%2]
+		qkx2Start8AVX2(&got, &x[0], nmax)
+		qkx2Start4SSE2(&want, 0, &x[0], nmax)
+		qkx2Start4SSE2(&want, 1, &x[128], nmax)
+		rows := [][256]float32{got.x, got.w, got.xm, got.L}
+		for k, w := range [][256]float32{want.x, want.w, want.xm, want.L} {
+			for i := range w {
+				if !sameFloat(rows[k][i], w[i]) {
+					t.Fatalf("iteration %d, field %d, element %d of group %d: %g, want %g", iter, k, i/8, i%8, rows[k][i], w[i])
+				}
+			}
+		}
+		groups := [][8]float32{got.mn, got.mx, got.sumW, got.sumX, got.scale, got.best, got.mnStart}
+		for k, w := range [][8]float32{want.mn, want.mx, want.sumW, want.sumX, want.scale, want.best, want.mnStart} {
+			for g := range 8 {
+				if !sameFloat(groups[k][g], w[g]) {
+					t.Fatalf("iteration %d, group %d, result %d: %g, want %g (group %v)", iter, g, k, groups[k][g], w[g], x[32*g:32*g+32])
+				}
+			}
+		}
+	}
+}
