@@ -240,3 +240,9 @@ func q2Start8AVX2(x *float32, o *qkx2Oct)
 //
 //go:noescape
 func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32)
+
+// q3Search16AVX512 is q3Search8SSE2 for the groups of a, b, c and d (lanes
+// 0-3, 4-7, 8-11, 12-15) at once, with o as the interleaved working copy.
+//
+//go:noescape
+func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32)

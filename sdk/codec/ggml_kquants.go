@@ -449,12 +449,12 @@ func decodeQ2_K(dst []float32, src []byte) {
 func encodeQ3_K(dst []byte, src []float32) {
 	var L [256]int8
 	var scales [16]float32
+	var qs qxScratch
 	for len(src) >= 256 && len(dst) >= 110 {
 		x := src[:256]
 		y := dst[:110]
 		var maxScale, amax float32
-		makeQ3Quants4x8(x[:128], L[:128], scales[:8])
-		makeQ3Quants4x8(x[128:], L[128:], scales[8:])
+		makeQ3Quants4x16(x, L[:], scales[:], &qs)
 		for _, s := range scales {
 			if a := fabs(s); a > amax {
 				amax, maxScale = a, s

@@ -167,3 +167,7 @@ func q2Start8AVX2(x *float32, o *qkx2Oct) {
 func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
+
+func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32) {
+	panic("codec: no AVX-512 kernels on this platform")
+}

@@ -134,8 +134,9 @@ type qxHex struct {
 	x, w, wx, cur, L [256]float32
 }
 
-// qxScratch is makeQXQuants32x16's working memory, which an encoder keeps
-// across super-blocks instead of clearing 10 KiB of fresh stack for each.
+// qxScratch is the working memory of makeQXQuants32x16 and
+// makeQ3Quants4x16, which an encoder keeps across super-blocks instead of
+// clearing 10 KiB of fresh stack for each.
 type qxScratch struct {
 	q [4]quads
 	o qxHex
@@ -229,6 +230,29 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 	q3Search8SSE2(&a, &b, -4, 5, -4, 3)
 	a.store(za, 4, L[:64], scales[:4])
 	b.store(zb, 4, L[64:128], scales[4:8])
+}
+
+// makeQ3Quants4x16 is makeQ3Quants4x8 for the sixteen groups of 16 of a
+// super-block x, writing levels to L[:256] and scales to scales[:16]: where
+// the CPU has AVX-512, one sixteen-lane search in s
+// (TestQ3Quants4x16MatchesSearch8). Every field of s the search reads is
+// written first.
+func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
+	x, L, scales = x[:256], L[:256], scales[:16]
+	if !useAVX512 {
+		makeQ3Quants4x8(x[:128], L[:128], scales[:8])
+		makeQ3Quants4x8(x[128:], L[128:], scales[8:])
+		return
+	}
+	q := &s.q
+	var zero [4][4]bool
+	for k := range q {
+		zero[k] = q[k].load(x[64*k:])
+	}
+	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, -4, 5, -4, 3)
+	for k := range q {
+		q[k].store(zero[k], 4, L[64*k:64*k+64], scales[4*k:4*k+4])
+	}
 }
 
 // qkx2Oct is the transposed input, state and output of the kernels of

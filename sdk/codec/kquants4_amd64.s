@@ -2066,3 +2066,184 @@ k4guess:
 	VMOVUPS   Y12, KBEST(DI)
 	VZEROUPPER
 	RET
+
+// The q3_K search on sixteen lanes (q3Search16AVX512): the hex of
+// qxSearch16AVX512 (PX, PW, PWX, PL), sums sumlx in Z1 and suml2 in Z2,
+// nearestInt's constants and lo, hi in Z3-Z7. Each operation is
+// q3Search8SSE2's, with its operands in the same order.
+
+// R = float32(clamp(nearestInt(R), lo, hi)).
+#define Q3ROUND(R) \
+	VADDPS    Z3, R, R; \
+	VPANDD    Z4, R, R; \
+	VPSUBD    Z5, R, R; \
+	VPMAXSD   Z6, R, R; \
+	VPMINSD   Z7, R, R; \
+	VCVTDQ2PS R, R
+
+// The first levels of hex element off at iscale Z20, adding wx·l to Z1 and
+// (w·l)·l to Z2.
+#define Q3LEVEL(off) \
+	VMOVUPS (PX+off)(DI), Z8; \
+	VMULPS  Z20, Z8, Z8; \
+	Q3ROUND(Z8); \
+	VMOVUPS Z8, (PL+off)(DI); \
+	VMOVUPS (PWX+off)(DI), Z9; \
+	VMULPS  Z8, Z9, Z9; \
+	VADDPS  Z9, Z1, Z1; \
+	VMOVUPS (PW+off)(DI), Z10; \
+	VMULPS  Z8, Z10, Z10; \
+	VMULPS  Z8, Z10, Z10; \
+	VADDPS  Z10, Z2, Z2
+
+// One greedy step for hex element off: without its level, slx and sl2;
+// where 0 < slx the new level nearestInt(x·sl2/slx), clamped, taken (level,
+// sumlx, suml2) in the lanes K1 where it differs, 0 < sl2' and
+// sumlx²·sl2' < slx'²·suml2; K3 collects the lanes that took one.
+#define Q3GREEDY(off) \
+	VMOVUPS   (PL+off)(DI), Z8; \
+	VMOVUPS   (PWX+off)(DI), Z9; \
+	VMULPS    Z8, Z9, Z9; \
+	VMOVAPS   Z1, Z10; \
+	VSUBPS    Z9, Z10, Z10; \
+	VPXORD    Z11, Z11, Z11; \
+	VCMPPS    $1, Z10, Z11, K1; \
+	VMOVUPS   (PW+off)(DI), Z12; \
+	VMULPS    Z8, Z12, Z12; \
+	VMULPS    Z8, Z12, Z12; \
+	VMOVAPS   Z2, Z16; \
+	VSUBPS    Z12, Z16, Z16; \
+	VMOVUPS   (PX+off)(DI), Z14; \
+	VMULPS    Z16, Z14, Z14; \
+	VDIVPS    Z10, Z14, Z14; \
+	Q3ROUND(Z14); \
+	VCMPPS    $4, Z8, Z14, K1, K1; \
+	VMOVUPS   (PWX+off)(DI), Z9; \
+	VMULPS    Z14, Z9, Z9; \
+	VADDPS    Z9, Z10, Z10; \
+	VMOVUPS   (PW+off)(DI), Z12; \
+	VMULPS    Z14, Z12, Z12; \
+	VMULPS    Z14, Z12, Z12; \
+	VADDPS    Z12, Z16, Z16; \
+	VCMPPS    $1, Z16, Z11, K1, K1; \
+	VMULPS    Z10, Z10, Z9; \
+	VMULPS    Z2, Z9, Z9; \
+	VMULPS    Z1, Z1, Z12; \
+	VMULPS    Z16, Z12, Z12; \
+	VCMPPS    $1, Z9, Z12, K1, K1; \
+	KORW      K1, K3, K3; \
+	VMOVUPS   Z14, K1, (PL+off)(DI); \
+	VMOVAPS   Z10, K1, Z1; \
+	VMOVAPS   Z16, K1, Z2
+
+// func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32)
+// q3Search8SSE2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
+// 12-15) at once, with o as the interleaved working copy; rounds continue
+// until no lane changes.
+TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), BX
+	MOVQ   c+16(FP), R10
+	MOVQ   d+24(FP), R12
+	MOVQ   o+32(FP), DI
+	MOVQ   rounds+48(FP), CX
+	PIN(0)
+	PIN(16)
+	PIN(32)
+	PIN(48)
+	PIN(64)
+	PIN(80)
+	PIN(96)
+	PIN(112)
+	PIN(128)
+	PIN(144)
+	PIN(160)
+	PIN(176)
+	PIN(192)
+	PIN(208)
+	PIN(224)
+	PIN(240)
+	// Z20 = iscale = start/mx of the sixteen groups.
+	VMOVUPS      QMX(AX), X13
+	VINSERTF32X4 $1, QMX(BX), Z13, Z13
+	VINSERTF32X4 $2, QMX(R10), Z13, Z13
+	VINSERTF32X4 $3, QMX(R12), Z13, Z13
+	VBROADCASTSS start+40(FP), Z15
+	VDIVPS       Z13, Z15, Z20
+	ZNCONSTS
+	MOVL         lo+56(FP), DX
+	VPBROADCASTD DX, Z6
+	MOVL         hi+60(FP), DX
+	VPBROADCASTD DX, Z7
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	Q3LEVEL(0)
+	Q3LEVEL(64)
+	Q3LEVEL(128)
+	Q3LEVEL(192)
+	Q3LEVEL(256)
+	Q3LEVEL(320)
+	Q3LEVEL(384)
+	Q3LEVEL(448)
+	Q3LEVEL(512)
+	Q3LEVEL(576)
+	Q3LEVEL(640)
+	Q3LEVEL(704)
+	Q3LEVEL(768)
+	Q3LEVEL(832)
+	Q3LEVEL(896)
+	Q3LEVEL(960)
+	TESTQ        CX, CX
+	JLE          q3final
+
+q3round:
+	KXORW    K3, K3, K3
+	Q3GREEDY(0)
+	Q3GREEDY(64)
+	Q3GREEDY(128)
+	Q3GREEDY(192)
+	Q3GREEDY(256)
+	Q3GREEDY(320)
+	Q3GREEDY(384)
+	Q3GREEDY(448)
+	Q3GREEDY(512)
+	Q3GREEDY(576)
+	Q3GREEDY(640)
+	Q3GREEDY(704)
+	Q3GREEDY(768)
+	Q3GREEDY(832)
+	Q3GREEDY(896)
+	Q3GREEDY(960)
+	KORTESTW K3, K3
+	JZ       q3final
+	DECQ     CX
+	JNZ      q3round
+
+q3final:
+	POUT(0)
+	POUT(16)
+	POUT(32)
+	POUT(48)
+	POUT(64)
+	POUT(80)
+	POUT(96)
+	POUT(112)
+	POUT(128)
+	POUT(144)
+	POUT(160)
+	POUT(176)
+	POUT(192)
+	POUT(208)
+	POUT(224)
+	POUT(240)
+	// scale = 0 < suml2 ? sumlx/suml2 : 0.
+	VDIVPS        Z2, Z1, Z9
+	VPXORD        Z10, Z10, Z10
+	VCMPPS        $1, Z2, Z10, K2
+	VMOVAPS.Z     Z9, K2, Z9
+	VEXTRACTF32X4 $0, Z9, QSCALE(AX)
+	VEXTRACTF32X4 $1, Z9, QSCALE(BX)
+	VEXTRACTF32X4 $2, Z9, QSCALE(R10)
+	VEXTRACTF32X4 $3, Z9, QSCALE(R12)
+	VZEROUPPER
+	RET

@@ -675,12 +675,29 @@ func TestDecodeTQ1_0MatchesPlain(t *testing.T) {
 // TestQ3Search8MatchesScalar checks the two-quad q3_K search against the
 // literal transliteration, group by group.
 func TestQ3Search8MatchesScalar(t *testing.T) {
-	r := rand.New(rand.NewPCG(21, 22))
-	var x [128]float32
-	var l1, l2 [128]int8
-	var s1, s2 [8]float32
+	checkQ3Quants(t, 8, 21, makeQ3Quants4x8)
+}
+
+// TestQ3Quants4x16MatchesScalar holds q3_K's sixteen-lane search to the
+// literal make_q3_quants, as TestQ3Search8MatchesScalar the eight-lane one.
+func TestQ3Quants4x16MatchesScalar(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	var s qxScratch // reused, as encodeQ3_K does
+	checkQ3Quants(t, 16, 23, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x16(x, L, scales, &s) })
+}
+
+// checkQ3Quants runs search on 10,000 sets of groups of 16 (random and
+// adversarial, some scaled down near groupMaxEps) against the literal
+// make_q3_quants, group by group.
+func checkQ3Quants(t *testing.T, groups int, seed uint64, search func(x []float32, L []int8, scales []float32)) {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	x := make([]float32, 16*groups)
+	l1, l2 := make([]int8, 16*groups), make([]int8, 16*groups)
+	s1, s2 := make([]float32, groups), make([]float32, groups)
 	for iter := 0; iter < 10000; iter++ {
-		for g := range 8 {
+		for g := range groups {
 			adversarialBlock(r, x[16*g:16*g+16])
 			if r.IntN(16) == 0 {
 				for i := 16 * g; i < 16*g+16; i++ {
@@ -688,8 +705,8 @@ func TestQ3Search8MatchesScalar(t *testing.T) {
 				}
 			}
 		}
-		makeQ3Quants4x8(x[:], l1[:], s1[:])
-		for g := range 8 {
+		search(x, l1, s1)
+		for g := range groups {
 			s2[g] = makeQ3QuantsPlain(4, x[16*g:16*g+16], l2[16*g:16*g+16])
 		}
 		for g := range 8 {
