@@ -59,7 +59,7 @@ func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
 // once, with o as its working copy; see qxHex.
 //
 //go:noescape
-func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32)
+func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 
 // q3Search4SSE2 is makeQ3Quants's search for the four groups in s; see
 // quads.
@@ -245,4 +245,4 @@ func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32)
 // 0-3, 4-7, 8-11, 12-15) at once, with o as the interleaved working copy.
 //
 //go:noescape
-func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32)
+func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)

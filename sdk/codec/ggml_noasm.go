@@ -36,7 +36,7 @@ func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
-func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32) {
+func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32) {
 	panic("codec: no AVX-512 kernels on this platform")
 }
 
@@ -168,6 +168,6 @@ func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
-func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32) {
+func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32) {
 	panic("codec: no AVX-512 kernels on this platform")
 }

@@ -127,9 +127,11 @@ func makeQXQuants32x8(x []float32, L []int8, scales []float32) {
 	b.store(zb, 32, L[64:], scales[4:])
 }
 
-// qxHex is qxSearch16AVX512's working copy of four quads' x, w, wx and
-// levels, interleaved: x[16i+g] is element i of group g, groups 4k to 4k+3
-// from the k-th quad. Its field offsets are spelled out in kquants4_amd64.s.
+// qxHex is the working copy of qxSearch16AVX512 and q3Search16AVX512: four
+// quads' x, w, wx and levels, interleaved: x[16i+g] is element i of group
+// g, groups 4k to 4k+3 from the k-th quad. The kernels write the levels out
+// as int8, group by group, not back into the quads. Its field offsets are
+// spelled out in kquants4_amd64.s.
 type qxHex struct {
 	x, w, wx, cur, L [256]float32
 }
@@ -159,9 +161,21 @@ func makeQXQuants32x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	for k := range q {
 		zero[k] = q[k].load(x[64*k:])
 	}
-	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &qxNum32[0], len(qxNum32), -32, 31)
-	for k := range q {
-		q[k].store(zero[k], 32, L[64*k:64*k+64], scales[4*k:4*k+4])
+	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
+	clearZeroGroups(&zero, L, scales)
+}
+
+// clearZeroGroups sets the levels and scales of the groups below
+// groupMaxEps, for which the sixteen-lane kernels computed garbage, to 0.
+func clearZeroGroups(zero *[4][4]bool, L []int8, scales []float32) {
+	for k := range zero {
+		for g, z := range zero[k] {
+			if z {
+				j := 4*k + g
+				clear(L[16*j : 16*j+16])
+				scales[j] = 0
+			}
+		}
 	}
 }
 
@@ -249,10 +263,8 @@ func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	for k := range q {
 		zero[k] = q[k].load(x[64*k:])
 	}
-	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, -4, 5, -4, 3)
-	for k := range q {
-		q[k].store(zero[k], 4, L[64*k:64*k+64], scales[4*k:4*k+4])
-	}
+	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], -4, 5, -4, 3, 4)
+	clearZeroGroups(&zero, L, scales)
 }
 
 // qkx2Oct is the transposed input, state and output of the kernels of

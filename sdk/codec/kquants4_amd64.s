@@ -1592,13 +1592,141 @@ znext:
 	PINTERLEAVE(QW, PW, off); \
 	PINTERLEAVE(QWX, PWX, off)
 
-// The levels of element off back into the four quads.
-#define POUT(off) \
-	VMOVUPS (PL+4*off)(DI), Z8; \
-	VEXTRACTF32X4 $0, Z8, (QL+off)(AX); \
-	VEXTRACTF32X4 $1, Z8, (QL+off)(BX); \
-	VEXTRACTF32X4 $2, Z8, (QL+off)(R10); \
-	VEXTRACTF32X4 $3, Z8, (QL+off)(R12)
+// HEXOUT(LP, NMAX) writes the levels of the hex (PL, element i of group g
+// at 16i+g) as int8 plus NMAX (a 32-bit register) to LP, group g's sixteen
+// at LP+16g: the 16×16 transpose of the sixteen rows in Z0-Z15 (unpack
+// pairs, then quads, then 128-bit lanes), each group truncated to int32,
+// offset and narrowed to bytes. Clobbers Z0-Z24.
+#define HEXOUT(LP, NMAX) \
+	VMOVUPS    (PL+0)(DI), Z0; \
+	VMOVUPS    (PL+64)(DI), Z1; \
+	VMOVUPS    (PL+128)(DI), Z2; \
+	VMOVUPS    (PL+192)(DI), Z3; \
+	VMOVUPS    (PL+256)(DI), Z4; \
+	VMOVUPS    (PL+320)(DI), Z5; \
+	VMOVUPS    (PL+384)(DI), Z6; \
+	VMOVUPS    (PL+448)(DI), Z7; \
+	VMOVUPS    (PL+512)(DI), Z8; \
+	VMOVUPS    (PL+576)(DI), Z9; \
+	VMOVUPS    (PL+640)(DI), Z10; \
+	VMOVUPS    (PL+704)(DI), Z11; \
+	VMOVUPS    (PL+768)(DI), Z12; \
+	VMOVUPS    (PL+832)(DI), Z13; \
+	VMOVUPS    (PL+896)(DI), Z14; \
+	VMOVUPS    (PL+960)(DI), Z15; \
+	VUNPCKLPS  Z1, Z0, Z16; \
+	VUNPCKHPS  Z1, Z0, Z17; \
+	VUNPCKLPS  Z3, Z2, Z18; \
+	VUNPCKHPS  Z3, Z2, Z19; \
+	VUNPCKLPS  Z5, Z4, Z20; \
+	VUNPCKHPS  Z5, Z4, Z21; \
+	VUNPCKLPS  Z7, Z6, Z22; \
+	VUNPCKHPS  Z7, Z6, Z23; \
+	VUNPCKLPS  Z9, Z8, Z24; \
+	VUNPCKHPS  Z9, Z8, Z25; \
+	VUNPCKLPS  Z11, Z10, Z26; \
+	VUNPCKHPS  Z11, Z10, Z27; \
+	VUNPCKLPS  Z13, Z12, Z28; \
+	VUNPCKHPS  Z13, Z12, Z29; \
+	VUNPCKLPS  Z15, Z14, Z30; \
+	VUNPCKHPS  Z15, Z14, Z31; \
+	VSHUFPS    $0x44, Z18, Z16, Z0; \
+	VSHUFPS    $0xEE, Z18, Z16, Z1; \
+	VSHUFPS    $0x44, Z19, Z17, Z2; \
+	VSHUFPS    $0xEE, Z19, Z17, Z3; \
+	VSHUFPS    $0x44, Z22, Z20, Z4; \
+	VSHUFPS    $0xEE, Z22, Z20, Z5; \
+	VSHUFPS    $0x44, Z23, Z21, Z6; \
+	VSHUFPS    $0xEE, Z23, Z21, Z7; \
+	VSHUFPS    $0x44, Z26, Z24, Z8; \
+	VSHUFPS    $0xEE, Z26, Z24, Z9; \
+	VSHUFPS    $0x44, Z27, Z25, Z10; \
+	VSHUFPS    $0xEE, Z27, Z25, Z11; \
+	VSHUFPS    $0x44, Z30, Z28, Z12; \
+	VSHUFPS    $0xEE, Z30, Z28, Z13; \
+	VSHUFPS    $0x44, Z31, Z29, Z14; \
+	VSHUFPS    $0xEE, Z31, Z29, Z15; \
+	VPBROADCASTD NMAX, Z24; \
+	VSHUFF32X4 $0x44, Z4, Z0, Z16; \
+	VSHUFF32X4 $0xEE, Z4, Z0, Z17; \
+	VSHUFF32X4 $0x44, Z12, Z8, Z18; \
+	VSHUFF32X4 $0xEE, Z12, Z8, Z19; \
+	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*0)(LP); \
+	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*4)(LP); \
+	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*8)(LP); \
+	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*12)(LP); \
+	VSHUFF32X4 $0x44, Z5, Z1, Z16; \
+	VSHUFF32X4 $0xEE, Z5, Z1, Z17; \
+	VSHUFF32X4 $0x44, Z13, Z9, Z18; \
+	VSHUFF32X4 $0xEE, Z13, Z9, Z19; \
+	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*1)(LP); \
+	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*5)(LP); \
+	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*9)(LP); \
+	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*13)(LP); \
+	VSHUFF32X4 $0x44, Z6, Z2, Z16; \
+	VSHUFF32X4 $0xEE, Z6, Z2, Z17; \
+	VSHUFF32X4 $0x44, Z14, Z10, Z18; \
+	VSHUFF32X4 $0xEE, Z14, Z10, Z19; \
+	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*2)(LP); \
+	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*6)(LP); \
+	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*10)(LP); \
+	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*14)(LP); \
+	VSHUFF32X4 $0x44, Z7, Z3, Z16; \
+	VSHUFF32X4 $0xEE, Z7, Z3, Z17; \
+	VSHUFF32X4 $0x44, Z15, Z11, Z18; \
+	VSHUFF32X4 $0xEE, Z15, Z11, Z19; \
+	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*3)(LP); \
+	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*7)(LP); \
+	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*11)(LP); \
+	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*15)(LP);
 
 // OLEVEL2 on sixteen lanes: levels of hex elements off and off+64 at
 // iscale Z0 into DST, adding to the sums Z1 += wx·l and Z2 += (w·l)·l,
@@ -1635,17 +1763,18 @@ znext:
 	VMOVUPS (PCUR+off)(DI), Z8; \
 	VMOVUPS Z8, K1, (PL+off)(DI)
 
-// func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, num *float32, n int, lo, hi int32)
+// func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 // qxSearch8AVX2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
-// 12-15) at once, with o as the interleaved working copy.
-TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-64
+// 12-15) at once, with o as the interleaved working copy; the levels plus
+// nmax go to L[:256], group by group, and the scales to scales[:16].
+TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   a+0(FP), AX
 	MOVQ   b+8(FP), BX
 	MOVQ   c+16(FP), R10
 	MOVQ   d+24(FP), R12
 	MOVQ   o+32(FP), DI
-	MOVQ   num+40(FP), SI
-	MOVQ   n+48(FP), CX
+	MOVQ   num+56(FP), SI
+	MOVQ   n+64(FP), CX
 	PIN(0)
 	PIN(16)
 	PIN(32)
@@ -1667,8 +1796,8 @@ TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-64
 	VINSERTF32X4 $1, QMX(BX), Z13, Z13
 	VINSERTF32X4 $2, QMX(R10), Z13, Z13
 	VINSERTF32X4 $3, QMX(R12), Z13, Z13
-	MOVL   lo+56(FP), R8
-	MOVL   hi+60(FP), R9
+	MOVL   lo+72(FP), R8
+	MOVL   hi+76(FP), R9
 	ZCONSTS(R8, R9)
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Z0
@@ -1723,26 +1852,11 @@ pnext:
 	JNZ    pcand
 
 pdone:
-	POUT(0)
-	POUT(16)
-	POUT(32)
-	POUT(48)
-	POUT(64)
-	POUT(80)
-	POUT(96)
-	POUT(112)
-	POUT(128)
-	POUT(144)
-	POUT(160)
-	POUT(176)
-	POUT(192)
-	POUT(208)
-	POUT(224)
-	POUT(240)
-	VEXTRACTF32X4 $0, Z11, QSCALE(AX)
-	VEXTRACTF32X4 $1, Z11, QSCALE(BX)
-	VEXTRACTF32X4 $2, Z11, QSCALE(R10)
-	VEXTRACTF32X4 $3, Z11, QSCALE(R12)
+	MOVQ    scales+48(FP), R8
+	VMOVUPS Z11, (R8)
+	MOVQ    L+40(FP), R8
+	MOVL    nmax+80(FP), R9
+	HEXOUT(R8, R9)
 	VZEROUPPER
 	RET
 
@@ -2136,17 +2250,18 @@ k4guess:
 	VMOVAPS   Z10, K1, Z1; \
 	VMOVAPS   Z16, K1, Z2
 
-// func q3Search16AVX512(a, b, c, d *quads, o *qxHex, start float32, rounds int, lo, hi int32)
+// func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
 // q3Search8SSE2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
 // 12-15) at once, with o as the interleaved working copy; rounds continue
-// until no lane changes.
-TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-64
+// until no lane changes. The levels plus nmax go to L[:256], group by
+// group, and the scales to scales[:16].
+TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   a+0(FP), AX
 	MOVQ   b+8(FP), BX
 	MOVQ   c+16(FP), R10
 	MOVQ   d+24(FP), R12
 	MOVQ   o+32(FP), DI
-	MOVQ   rounds+48(FP), CX
+	MOVQ   rounds+64(FP), CX
 	PIN(0)
 	PIN(16)
 	PIN(32)
@@ -2168,12 +2283,12 @@ TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-64
 	VINSERTF32X4 $1, QMX(BX), Z13, Z13
 	VINSERTF32X4 $2, QMX(R10), Z13, Z13
 	VINSERTF32X4 $3, QMX(R12), Z13, Z13
-	VBROADCASTSS start+40(FP), Z15
+	VBROADCASTSS start+56(FP), Z15
 	VDIVPS       Z13, Z15, Z20
 	ZNCONSTS
-	MOVL         lo+56(FP), DX
+	MOVL         lo+72(FP), DX
 	VPBROADCASTD DX, Z6
-	MOVL         hi+60(FP), DX
+	MOVL         hi+76(FP), DX
 	VPBROADCASTD DX, Z7
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -2220,30 +2335,15 @@ q3round:
 	JNZ      q3round
 
 q3final:
-	POUT(0)
-	POUT(16)
-	POUT(32)
-	POUT(48)
-	POUT(64)
-	POUT(80)
-	POUT(96)
-	POUT(112)
-	POUT(128)
-	POUT(144)
-	POUT(160)
-	POUT(176)
-	POUT(192)
-	POUT(208)
-	POUT(224)
-	POUT(240)
 	// scale = 0 < suml2 ? sumlx/suml2 : 0.
-	VDIVPS        Z2, Z1, Z9
-	VPXORD        Z10, Z10, Z10
-	VCMPPS        $1, Z2, Z10, K2
-	VMOVAPS.Z     Z9, K2, Z9
-	VEXTRACTF32X4 $0, Z9, QSCALE(AX)
-	VEXTRACTF32X4 $1, Z9, QSCALE(BX)
-	VEXTRACTF32X4 $2, Z9, QSCALE(R10)
-	VEXTRACTF32X4 $3, Z9, QSCALE(R12)
+	VDIVPS    Z2, Z1, Z9
+	VPXORD    Z10, Z10, Z10
+	VCMPPS    $1, Z2, Z10, K2
+	VMOVAPS.Z Z9, K2, Z9
+	MOVQ      scales+48(FP), R8
+	VMOVUPS   Z9, (R8)
+	MOVQ      L+40(FP), R8
+	MOVL      nmax+80(FP), R9
+	HEXOUT(R8, R9)
 	VZEROUPPER
 	RET
