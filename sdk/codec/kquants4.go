@@ -156,13 +156,19 @@ func makeQXQuants32x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 		makeQXQuants32x8(x[128:], L[128:], scales[8:])
 		return
 	}
+	zero := s.load(x)
 	q := &s.q
-	var zero [4][4]bool
-	for k := range q {
-		zero[k] = q[k].load(x[64*k:])
-	}
 	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
 	clearZeroGroups(&zero, L, scales)
+}
+
+// load fills s's quads from the sixteen groups of 16 of the super-block x
+// and returns, quad by quad, which groups are below groupMaxEps.
+func (s *qxScratch) load(x []float32) (zero [4][4]bool) {
+	for k := range s.q {
+		zero[k] = s.q[k].load(x[64*k:])
+	}
+	return zero
 }
 
 // clearZeroGroups sets the levels and scales of the groups below
@@ -249,7 +255,7 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 // makeQ3Quants4x16 is makeQ3Quants4x8 for the sixteen groups of 16 of a
 // super-block x, writing levels to L[:256] and scales to scales[:16]: where
 // the CPU has AVX-512, one sixteen-lane search in s
-// (TestQ3Quants4x16MatchesSearch8). Every field of s the search reads is
+// (TestQ3Quants4x16MatchesScalar). Every field of s the search reads is
 // written first.
 func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:256], L[:256], scales[:16]
@@ -258,11 +264,8 @@ func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 		makeQ3Quants4x8(x[128:], L[128:], scales[8:])
 		return
 	}
+	zero := s.load(x)
 	q := &s.q
-	var zero [4][4]bool
-	for k := range q {
-		zero[k] = q[k].load(x[64*k:])
-	}
 	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], -4, 5, -4, 3, 4)
 	clearZeroGroups(&zero, L, scales)
 }

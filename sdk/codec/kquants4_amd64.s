@@ -7,6 +7,16 @@
 // vector, so each lane performs exactly the scalar code's float32
 // operations in the scalar code's order (see quads in kquants4.go).
 
+// HEXDONE(SC) ends qxSearch16AVX512 and q3Search16AVX512, whose arguments
+// L, scales and nmax are at the same offsets: the scales in SC to scales,
+// the levels to L (HEXOUT).
+#define HEXDONE(SC) \
+	MOVQ    scales+48(FP), R8; \
+	VMOVUPS SC, (R8); \
+	MOVQ    L+40(FP), R8; \
+	MOVL    nmax+80(FP), R9; \
+	HEXOUT(R8, R9)
+
 // Offsets of the fields of quads.
 #define QX 0
 #define QW 256
@@ -1592,6 +1602,60 @@ znext:
 	PINTERLEAVE(QW, PW, off); \
 	PINTERLEAVE(QWX, PWX, off)
 
+// The sixteen elements of the four quads into the hex, and Z13 = mx of the
+// sixteen groups.
+#define PINALL \
+	PIN(0); PIN(16); PIN(32); PIN(48); PIN(64); PIN(80); PIN(96); PIN(112); \
+	PIN(128); PIN(144); PIN(160); PIN(176); PIN(192); PIN(208); PIN(224); PIN(240); \
+	VMOVUPS QMX(AX), X13; \
+	VINSERTF32X4 $1, QMX(BX), Z13, Z13; \
+	VINSERTF32X4 $2, QMX(R10), Z13, Z13; \
+	VINSERTF32X4 $3, QMX(R12), Z13, Z13
+
+// M for the sixteen elements of the hex.
+#define PALL(M) \
+	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448); \
+	M(512); M(576); M(640); M(704); M(768); M(832); M(896); M(960)
+
+// The first two stages of a transpose of rows R0-R3 (ymm or zmm): TPAIRS
+// interleaves the rows' elements in pairs, T0 = R0 and R1's low pairs of
+// each 128-bit lane, T1 their high pairs, T2 and T3 those of R2 and R3;
+// TQUADS makes S0-S3 the columns 4m, 4m+1, 4m+2, 4m+3 of the four rows in
+// 128-bit lane m.
+#define TPAIRS(R0, R1, R2, R3, T0, T1, T2, T3) \
+	VUNPCKLPS R1, R0, T0; \
+	VUNPCKHPS R1, R0, T1; \
+	VUNPCKLPS R3, R2, T2; \
+	VUNPCKHPS R3, R2, T3
+
+#define TQUADS(T0, T1, T2, T3, S0, S1, S2, S3) \
+	VSHUFPS $0x44, T2, T0, S0; \
+	VSHUFPS $0xEE, T2, T0, S1; \
+	VSHUFPS $0x44, T3, T1, S2; \
+	VSHUFPS $0xEE, T3, T1, S3
+
+// HEXGROUP(IMM, A, B, LP, G): group G's sixteen levels, the 128-bit lanes
+// IMM selects from A and B, truncated to int32, plus Z24, as bytes at
+// LP+16G.
+#define HEXGROUP(IMM, A, B, LP, G) \
+	VSHUFF32X4 $IMM, A, B, Z20; \
+	VCVTTPS2DQ Z20, Z20; \
+	VPADDD     Z24, Z20, Z20; \
+	VPMOVDB    Z20, (16*(G))(LP)
+
+// HEXCOL(S0, S4, S8, S12, LP, C): groups C, C+4, C+8 and C+12 from the
+// registers whose 128-bit lane m holds group 4m+C of elements 0-3, 4-7,
+// 8-11 and 12-15.
+#define HEXCOL(S0, S4, S8, S12, LP, C) \
+	VSHUFF32X4 $0x44, S4, S0, Z16; \
+	VSHUFF32X4 $0xEE, S4, S0, Z17; \
+	VSHUFF32X4 $0x44, S12, S8, Z18; \
+	VSHUFF32X4 $0xEE, S12, S8, Z19; \
+	HEXGROUP(0x88, Z18, Z16, LP, C); \
+	HEXGROUP(0xDD, Z18, Z16, LP, C+4); \
+	HEXGROUP(0x88, Z19, Z17, LP, C+8); \
+	HEXGROUP(0xDD, Z19, Z17, LP, C+12)
+
 // HEXOUT(LP, NMAX) writes the levels of the hex (PL, element i of group g
 // at 16i+g) as int8 plus NMAX (a 32-bit register) to LP, group g's sixteen
 // at LP+16g: the 16×16 transpose of the sixteen rows in Z0-Z15 (unpack
@@ -1614,119 +1678,19 @@ znext:
 	VMOVUPS    (PL+832)(DI), Z13; \
 	VMOVUPS    (PL+896)(DI), Z14; \
 	VMOVUPS    (PL+960)(DI), Z15; \
-	VUNPCKLPS  Z1, Z0, Z16; \
-	VUNPCKHPS  Z1, Z0, Z17; \
-	VUNPCKLPS  Z3, Z2, Z18; \
-	VUNPCKHPS  Z3, Z2, Z19; \
-	VUNPCKLPS  Z5, Z4, Z20; \
-	VUNPCKHPS  Z5, Z4, Z21; \
-	VUNPCKLPS  Z7, Z6, Z22; \
-	VUNPCKHPS  Z7, Z6, Z23; \
-	VUNPCKLPS  Z9, Z8, Z24; \
-	VUNPCKHPS  Z9, Z8, Z25; \
-	VUNPCKLPS  Z11, Z10, Z26; \
-	VUNPCKHPS  Z11, Z10, Z27; \
-	VUNPCKLPS  Z13, Z12, Z28; \
-	VUNPCKHPS  Z13, Z12, Z29; \
-	VUNPCKLPS  Z15, Z14, Z30; \
-	VUNPCKHPS  Z15, Z14, Z31; \
-	VSHUFPS    $0x44, Z18, Z16, Z0; \
-	VSHUFPS    $0xEE, Z18, Z16, Z1; \
-	VSHUFPS    $0x44, Z19, Z17, Z2; \
-	VSHUFPS    $0xEE, Z19, Z17, Z3; \
-	VSHUFPS    $0x44, Z22, Z20, Z4; \
-	VSHUFPS    $0xEE, Z22, Z20, Z5; \
-	VSHUFPS    $0x44, Z23, Z21, Z6; \
-	VSHUFPS    $0xEE, Z23, Z21, Z7; \
-	VSHUFPS    $0x44, Z26, Z24, Z8; \
-	VSHUFPS    $0xEE, Z26, Z24, Z9; \
-	VSHUFPS    $0x44, Z27, Z25, Z10; \
-	VSHUFPS    $0xEE, Z27, Z25, Z11; \
-	VSHUFPS    $0x44, Z30, Z28, Z12; \
-	VSHUFPS    $0xEE, Z30, Z28, Z13; \
-	VSHUFPS    $0x44, Z31, Z29, Z14; \
-	VSHUFPS    $0xEE, Z31, Z29, Z15; \
+	TPAIRS(Z0, Z1, Z2, Z3, Z16, Z17, Z18, Z19); \
+	TPAIRS(Z4, Z5, Z6, Z7, Z20, Z21, Z22, Z23); \
+	TPAIRS(Z8, Z9, Z10, Z11, Z24, Z25, Z26, Z27); \
+	TPAIRS(Z12, Z13, Z14, Z15, Z28, Z29, Z30, Z31); \
+	TQUADS(Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3); \
+	TQUADS(Z20, Z21, Z22, Z23, Z4, Z5, Z6, Z7); \
+	TQUADS(Z24, Z25, Z26, Z27, Z8, Z9, Z10, Z11); \
+	TQUADS(Z28, Z29, Z30, Z31, Z12, Z13, Z14, Z15); \
 	VPBROADCASTD NMAX, Z24; \
-	VSHUFF32X4 $0x44, Z4, Z0, Z16; \
-	VSHUFF32X4 $0xEE, Z4, Z0, Z17; \
-	VSHUFF32X4 $0x44, Z12, Z8, Z18; \
-	VSHUFF32X4 $0xEE, Z12, Z8, Z19; \
-	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*0)(LP); \
-	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*4)(LP); \
-	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*8)(LP); \
-	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*12)(LP); \
-	VSHUFF32X4 $0x44, Z5, Z1, Z16; \
-	VSHUFF32X4 $0xEE, Z5, Z1, Z17; \
-	VSHUFF32X4 $0x44, Z13, Z9, Z18; \
-	VSHUFF32X4 $0xEE, Z13, Z9, Z19; \
-	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*1)(LP); \
-	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*5)(LP); \
-	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*9)(LP); \
-	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*13)(LP); \
-	VSHUFF32X4 $0x44, Z6, Z2, Z16; \
-	VSHUFF32X4 $0xEE, Z6, Z2, Z17; \
-	VSHUFF32X4 $0x44, Z14, Z10, Z18; \
-	VSHUFF32X4 $0xEE, Z14, Z10, Z19; \
-	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*2)(LP); \
-	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*6)(LP); \
-	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*10)(LP); \
-	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*14)(LP); \
-	VSHUFF32X4 $0x44, Z7, Z3, Z16; \
-	VSHUFF32X4 $0xEE, Z7, Z3, Z17; \
-	VSHUFF32X4 $0x44, Z15, Z11, Z18; \
-	VSHUFF32X4 $0xEE, Z15, Z11, Z19; \
-	VSHUFF32X4 $0x88, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*3)(LP); \
-	VSHUFF32X4 $0xDD, Z18, Z16, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*7)(LP); \
-	VSHUFF32X4 $0x88, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*11)(LP); \
-	VSHUFF32X4 $0xDD, Z19, Z17, Z20; \
-	VCVTTPS2DQ Z20, Z20; \
-	VPADDD     Z24, Z20, Z20; \
-	VPMOVDB    Z20, (16*15)(LP);
+	HEXCOL(Z0, Z4, Z8, Z12, LP, 0); \
+	HEXCOL(Z1, Z5, Z9, Z13, LP, 1); \
+	HEXCOL(Z2, Z6, Z10, Z14, LP, 2); \
+	HEXCOL(Z3, Z7, Z11, Z15, LP, 3);
 
 // OLEVEL2 on sixteen lanes: levels of hex elements off and off+64 at
 // iscale Z0 into DST, adding to the sums Z1 += wx·l and Z2 += (w·l)·l,
@@ -1775,27 +1739,8 @@ TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   o+32(FP), DI
 	MOVQ   num+56(FP), SI
 	MOVQ   n+64(FP), CX
-	PIN(0)
-	PIN(16)
-	PIN(32)
-	PIN(48)
-	PIN(64)
-	PIN(80)
-	PIN(96)
-	PIN(112)
-	PIN(128)
-	PIN(144)
-	PIN(160)
-	PIN(176)
-	PIN(192)
-	PIN(208)
-	PIN(224)
-	PIN(240)
-	// Z13 = mx of the sixteen groups.
-	VMOVUPS QMX(AX), X13
-	VINSERTF32X4 $1, QMX(BX), Z13, Z13
-	VINSERTF32X4 $2, QMX(R10), Z13, Z13
-	VINSERTF32X4 $3, QMX(R12), Z13, Z13
+	// The hex from the quads, Z13 = mx of the sixteen groups.
+	PINALL
 	MOVL   lo+72(FP), R8
 	MOVL   hi+76(FP), R9
 	ZCONSTS(R8, R9)
@@ -1830,33 +1775,14 @@ pcand:
 	VMULPS Z1, Z14, Z15
 	VMOVAPS Z14, K1, Z11
 	VMOVAPS Z15, K1, Z12
-	PTAKE(0)
-	PTAKE(64)
-	PTAKE(128)
-	PTAKE(192)
-	PTAKE(256)
-	PTAKE(320)
-	PTAKE(384)
-	PTAKE(448)
-	PTAKE(512)
-	PTAKE(576)
-	PTAKE(640)
-	PTAKE(704)
-	PTAKE(768)
-	PTAKE(832)
-	PTAKE(896)
-	PTAKE(960)
+	PALL(PTAKE)
 
 pnext:
 	DECQ   CX
 	JNZ    pcand
 
 pdone:
-	MOVQ    scales+48(FP), R8
-	VMOVUPS Z11, (R8)
-	MOVQ    L+40(FP), R8
-	MOVL    nmax+80(FP), R9
-	HEXOUT(R8, R9)
+	HEXDONE(Z11)
 	VZEROUPPER
 	RET
 
@@ -1907,22 +1833,10 @@ zdivround:
 	VMOVUPS    (5*S+32*b)(SI), Y5; \
 	VMOVUPS    (6*S+32*b)(SI), Y6; \
 	VMOVUPS    (7*S+32*b)(SI), Y7; \
-	VUNPCKLPS  Y1, Y0, Y8; \
-	VUNPCKHPS  Y1, Y0, Y9; \
-	VUNPCKLPS  Y3, Y2, Y10; \
-	VUNPCKHPS  Y3, Y2, Y11; \
-	VUNPCKLPS  Y5, Y4, Y12; \
-	VUNPCKHPS  Y5, Y4, Y13; \
-	VUNPCKLPS  Y7, Y6, Y14; \
-	VUNPCKHPS  Y7, Y6, Y15; \
-	VSHUFPS    $0x44, Y10, Y8, Y0; \
-	VSHUFPS    $0xEE, Y10, Y8, Y1; \
-	VSHUFPS    $0x44, Y11, Y9, Y2; \
-	VSHUFPS    $0xEE, Y11, Y9, Y3; \
-	VSHUFPS    $0x44, Y14, Y12, Y4; \
-	VSHUFPS    $0xEE, Y14, Y12, Y5; \
-	VSHUFPS    $0x44, Y15, Y13, Y6; \
-	VSHUFPS    $0xEE, Y15, Y13, Y7; \
+	TPAIRS(Y0, Y1, Y2, Y3, Y8, Y9, Y10, Y11); \
+	TPAIRS(Y4, Y5, Y6, Y7, Y12, Y13, Y14, Y15); \
+	TQUADS(Y8, Y9, Y10, Y11, Y0, Y1, Y2, Y3); \
+	TQUADS(Y12, Y13, Y14, Y15, Y4, Y5, Y6, Y7); \
 	VPERM2F128 $0x20, Y4, Y0, Y8; \
 	VPERM2F128 $0x20, Y5, Y1, Y9; \
 	VPERM2F128 $0x20, Y6, Y2, Y10; \
@@ -2262,27 +2176,8 @@ TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   d+24(FP), R12
 	MOVQ   o+32(FP), DI
 	MOVQ   rounds+64(FP), CX
-	PIN(0)
-	PIN(16)
-	PIN(32)
-	PIN(48)
-	PIN(64)
-	PIN(80)
-	PIN(96)
-	PIN(112)
-	PIN(128)
-	PIN(144)
-	PIN(160)
-	PIN(176)
-	PIN(192)
-	PIN(208)
-	PIN(224)
-	PIN(240)
-	// Z20 = iscale = start/mx of the sixteen groups.
-	VMOVUPS      QMX(AX), X13
-	VINSERTF32X4 $1, QMX(BX), Z13, Z13
-	VINSERTF32X4 $2, QMX(R10), Z13, Z13
-	VINSERTF32X4 $3, QMX(R12), Z13, Z13
+	// The hex from the quads; Z20 = iscale = start/mx of the sixteen groups.
+	PINALL
 	VBROADCASTSS start+56(FP), Z15
 	VDIVPS       Z13, Z15, Z20
 	ZNCONSTS
@@ -2292,43 +2187,13 @@ TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-84
 	VPBROADCASTD DX, Z7
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
-	Q3LEVEL(0)
-	Q3LEVEL(64)
-	Q3LEVEL(128)
-	Q3LEVEL(192)
-	Q3LEVEL(256)
-	Q3LEVEL(320)
-	Q3LEVEL(384)
-	Q3LEVEL(448)
-	Q3LEVEL(512)
-	Q3LEVEL(576)
-	Q3LEVEL(640)
-	Q3LEVEL(704)
-	Q3LEVEL(768)
-	Q3LEVEL(832)
-	Q3LEVEL(896)
-	Q3LEVEL(960)
+	PALL(Q3LEVEL)
 	TESTQ        CX, CX
 	JLE          q3final
 
 q3round:
 	KXORW    K3, K3, K3
-	Q3GREEDY(0)
-	Q3GREEDY(64)
-	Q3GREEDY(128)
-	Q3GREEDY(192)
-	Q3GREEDY(256)
-	Q3GREEDY(320)
-	Q3GREEDY(384)
-	Q3GREEDY(448)
-	Q3GREEDY(512)
-	Q3GREEDY(576)
-	Q3GREEDY(640)
-	Q3GREEDY(704)
-	Q3GREEDY(768)
-	Q3GREEDY(832)
-	Q3GREEDY(896)
-	Q3GREEDY(960)
+	PALL(Q3GREEDY)
 	KORTESTW K3, K3
 	JZ       q3final
 	DECQ     CX
@@ -2340,10 +2205,6 @@ q3final:
 	VPXORD    Z10, Z10, Z10
 	VCMPPS    $1, Z2, Z10, K2
 	VMOVAPS.Z Z9, K2, Z9
-	MOVQ      scales+48(FP), R8
-	VMOVUPS   Z9, (R8)
-	MOVQ      L+40(FP), R8
-	MOVL      nmax+80(FP), R9
-	HEXOUT(R8, R9)
+	HEXDONE(Z9)
 	VZEROUPPER
 	RET

@@ -1519,44 +1519,64 @@ func TestIQ4BlockMatchesPlain(t *testing.T) {
 // the search reads, for adversarial groups (NaNs, infinities, flat groups,
 // subnormals, magnitudes near MaxFloat32).
 func TestQ2Start8MatchesGo(t *testing.T) {
+	checkStarts(t, 16, 81, 20000, func(x []float32, o *qkx2Oct) { q2Start8AVX2(&x[0], o) }, q2Start8Go)
+}
+
+// checkStarts runs the first guesses got and want for eight groups of n on
+// adversarial data with NaNs of different payloads (someNaNs), got's oct
+// holding stale state, and compares their octs (checkStartOct).
+func checkStarts(t *testing.T, n int, seed uint64, iters int, got, want func(x []float32, o *qkx2Oct)) {
+	t.Helper()
 	if !useAVX2 {
 		t.Skip("this CPU has no AVX2")
 	}
-	r := rand.New(rand.NewPCG(81, 82))
-	var x [128]float32
-	var got, want qkx2Oct
-	for iter := range 20000 {
-		for g := range 8 {
-			adversarialGroup(r, x[16*g:16*g+16])
-			if r.IntN(8) == 0 {
-				// NaNs of different payloads and signs, whose products
-				// and sums keep one or the other.
-				for range 1 + r.IntN(4) {
-					x[16*g+r.IntN(16)] = math.Float32frombits(0x7F800001 | uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
-				}
-			}
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	x := make([]float32, 8*n)
+	var g, w qkx2Oct
+	for iter := range iters {
+		for k := range 8 {
+			adversarialGroup(r, x[n*k:n*k+n])
+			someNaNs(r, x[n*k:n*k+n])
 		}
-		for i := range got.x {
+		for i := range g.x {
 			// Stale state from an earlier super-block.
-			got.x[i], got.w[i], got.xm[i], got.L[i] = float32(iter), 1, 2, 3
+			g.x[i], g.w[i], g.xm[i], g.L[i] = float32(iter), 1, 2, 3
 		}
-		q2Start8AVX2(&x[0], &got)
-		q2Start8Go(x[:], &want)
-		rows := [][256]float32{got.x, got.w, got.xm, got.L}
-		for k, w := range [][256]float32{want.x, want.w, want.xm, want.L} {
-			for i := range 128 {
-				if !sameFloat(rows[k][i], w[i]) {
-					t.Fatalf("iteration %d, field %d, element %d of group %d: %g, want %g (group %v)",
-						iter, k, i/8, i%8, rows[k][i], w[i], x[16*(i%8):16*(i%8)+16])
-				}
+		got(x, &g)
+		want(x, &w)
+		checkStartOct(t, iter, x, n, &g, &w)
+	}
+}
+
+// someNaNs puts, one time in eight, one to four NaNs of random payloads and
+// signs into xs, whose products and sums keep one or the other.
+func someNaNs(r *rand.Rand, xs []float32) {
+	if r.IntN(8) == 0 {
+		for range 1 + r.IntN(4) {
+			xs[r.IntN(len(xs))] = math.Float32frombits(0x7F800001 | uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
+		}
+	}
+}
+
+// checkStartOct compares the fields of two octs a first guess fills, for
+// groups of n elements of x, bit for bit.
+func checkStartOct(t *testing.T, iter int, x []float32, n int, got, want *qkx2Oct) {
+	t.Helper()
+	rows := [][256]float32{got.x, got.w, got.xm, got.L}
+	for k, w := range [][256]float32{want.x, want.w, want.xm, want.L} {
+		for i := range 8 * n {
+			if !sameFloat(rows[k][i], w[i]) {
+				g := i % 8
+				t.Fatalf("iteration %d, field %d, element %d of group %d: %g, want %g (group %v)",
+					iter, k, i/8, g, rows[k][i], w[i], x[n*g:n*g+n])
 			}
 		}
-		groups := [][8]float32{got.mn, got.mx, got.sumW, got.sumX, got.scale, got.best, got.mnStart}
-		for k, w := range [][8]float32{want.mn, want.mx, want.sumW, want.sumX, want.scale, want.best, want.mnStart} {
-			for g := range 8 {
-				if !sameFloat(groups[k][g], w[g]) {
-					t.Fatalf("iteration %d, group %d, result %d: %g, want %g (group %v)", iter, g, k, groups[k][g], w[g], x[16*g:16*g+16])
-				}
+	}
+	groups := [][8]float32{got.mn, got.mx, got.sumW, got.sumX, got.scale, got.best, got.mnStart}
+	for k, w := range [][8]float32{want.mn, want.mx, want.sumW, want.sumX, want.scale, want.best, want.mnStart} {
+		for g := range 8 {
+			if !sameFloat(groups[k][g], w[g]) {
+				t.Fatalf("iteration %d, group %d, result %d: %g, want %g (group %v)", iter, g, k, groups[k][g], w[g], x[n*g:n*g+n])
 			}
 		}
 	}
@@ -1567,40 +1587,11 @@ func TestQ2Start8MatchesGo(t *testing.T) {
 // hold to the literal make_qkx2_quants: every field, bit for bit, for
 // adversarial super-blocks with NaNs of different payloads and signs.
 func TestQkx2Start8MatchesSSE2(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("this CPU has no AVX2")
-	}
-	r := rand.New(rand.NewPCG(91, 92))
-	var x [256]float32
-	var got, want qkx2Oct
-	for iter := range 10000 {
-		for g := range 8 {
-			adversarialGroup(r, x[32*g:32*g+32])
-			if r.IntN(8) == 0 {
-				for range 1 + r.IntN(4) {
-					x[32*g+r.IntN(32)] = math.Float32frombits(0x7F800001 | uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
-				}
-			}
-		}
-		nmax := []int32{15, 31}[iter%2]
-		qkx2Start8AVX2(&got, &x[0], nmax)
-		qkx2Start4SSE2(&want, 0, &x[0], nmax)
-		qkx2Start4SSE2(&want, 1, &x[128], nmax)
-		rows := [][256]float32{got.x, got.w, got.xm, got.L}
-		for k, w := range [][256]float32{want.x, want.w, want.xm, want.L} {
-			for i := range w {
-				if !sameFloat(rows[k][i], w[i]) {
-					t.Fatalf("iteration %d, field %d, element %d of group %d: %g, want %g", iter, k, i/8, i%8, rows[k][i], w[i])
-				}
-			}
-		}
-		groups := [][8]float32{got.mn, got.mx, got.sumW, got.sumX, got.scale, got.best, got.mnStart}
-		for k, w := range [][8]float32{want.mn, want.mx, want.sumW, want.sumX, want.scale, want.best, want.mnStart} {
-			for g := range 8 {
-				if !sameFloat(groups[k][g], w[g]) {
-					t.Fatalf("iteration %d, group %d, result %d: %g, want %g (group %v)", iter, g, k, groups[k][g], w[g], x[32*g:32*g+32])
-				}
-			}
-		}
+	for _, nmax := range []int32{15, 31} {
+		checkStarts(t, 32, 91+uint64(nmax), 5000, func(x []float32, o *qkx2Oct) { qkx2Start8AVX2(o, &x[0], nmax) },
+			func(x []float32, o *qkx2Oct) {
+				qkx2Start4SSE2(o, 0, &x[0], nmax)
+				qkx2Start4SSE2(o, 1, &x[128], nmax)
+			})
 	}
 }
