@@ -137,3 +137,30 @@ func TestF16WideningExhaustive(t *testing.T) {
 		}
 	}
 }
+
+// TestHalfToHalfExhaustive holds the direct bf16 → f16 and f16 → bf16
+// kernels, which go through float32 in chunks, to the scalar conversion of
+// every one of the 2^16 values, as a run longer than a chunk whose length is
+// no multiple of the kernels' vectors.
+func TestHalfToHalfExhaustive(t *testing.T) {
+	const n = 1<<16 + 7
+	src, dst := make([]byte, 2*n), make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i*40503)) // every value, in a scattered order
+	}
+	bf16ToF16Bytes(dst, src, n)
+	for i := range n {
+		h := binary.LittleEndian.Uint16(src[2*i:])
+		if got, want := binary.LittleEndian.Uint16(dst[2*i:]), Float32ToFloat16(BFloat16ToFloat32(h)); got != want {
+			t.Fatalf("f16 of bf16 %#04x: %#04x, want %#04x", h, got, want)
+		}
+	}
+	tab := f16Tab()
+	f16ToBF16Bytes(dst, src, n)
+	for i := range n {
+		h := binary.LittleEndian.Uint16(src[2*i:])
+		if got, want := binary.LittleEndian.Uint16(dst[2*i:]), bf16FromBits(tab[h]); got != want {
+			t.Fatalf("bf16 of f16 %#04x: %#04x, want %#04x", h, got, want)
+		}
+	}
+}
