@@ -53,7 +53,7 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 // o as its working copy; see qxOct.
 //
 //go:noescape
-func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
+func qxSearch8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 
 // qxSearch16AVX512 is qxSearch8AVX2 for the groups of a, b, c and d at
 // once, with o as its working copy; see qxHex.

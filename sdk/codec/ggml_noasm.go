@@ -32,7 +32,7 @@ func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }
 
-func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32) {
+func qxSearch8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 

@@ -104,27 +104,26 @@ func makeQXQuants32x4(x []float32, L []int8, scales []float32) {
 
 // qxOct is qxSearch8AVX2's working copy of two quads' x, w, wx and levels,
 // interleaved: x[8i+g] is element i of group g, groups 4-7 from the second
-// quad. Its field offsets are spelled out in kquants4_amd64.s.
+// quad. The kernel writes the levels out as int8, group by group (OCTOUT).
+// Its field offsets are spelled out in kquants4_amd64.s.
 type qxOct struct {
 	x, w, wx, cur, L [128]float32
 }
 
 // makeQXQuants32x8 is makeQXQuants32x4 for eight consecutive groups of 16,
-// writing levels to L[:128] and scales to scales[:8]: one AVX2 search
+// writing levels to L[:128] and scales to scales[:8]: one AVX2 search in s
 // where the CPU has AVX2.
-func makeQXQuants32x8(x []float32, L []int8, scales []float32) {
+func makeQXQuants32x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:128], L[:128], scales[:8]
 	if !useAVX2 {
 		makeQXQuants32x4(x[:64], L[:64], scales[:4])
 		makeQXQuants32x4(x[64:], L[64:], scales[4:])
 		return
 	}
-	var a, b quads
-	var o qxOct
-	za, zb := a.load(x[:64]), b.load(x[64:])
-	qxSearch8AVX2(&a, &b, &o, &qxNum32[0], len(qxNum32), -32, 31)
-	a.store(za, 32, L[:64], scales[:4])
-	b.store(zb, 32, L[64:], scales[4:])
+	a, b := &s.q[0], &s.q[1]
+	zero := [][4]bool{a.load(x[:64]), b.load(x[64:])}
+	qxSearch8AVX2(a, b, &s.oct, &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
+	clearZeroGroups(zero, L, scales)
 }
 
 // qxHex is the working copy of qxSearch16AVX512 and q3Search16AVX512: four
@@ -136,12 +135,13 @@ type qxHex struct {
 	x, w, wx, cur, L [256]float32
 }
 
-// qxScratch is the working memory of makeQXQuants32x16 and
-// makeQ3Quants4x16, which an encoder keeps across super-blocks instead of
-// clearing 10 KiB of fresh stack for each.
+// qxScratch is the working memory of makeQXQuants32x16, makeQXQuants32x8
+// and makeQ3Quants4x16, which an encoder keeps across super-blocks instead
+// of clearing kilobytes of fresh stack for each.
 type qxScratch struct {
-	q [4]quads
-	o qxHex
+	q   [4]quads
+	o   qxHex
+	oct qxOct
 }
 
 // makeQXQuants32x16 is makeQXQuants32x8 for the sixteen groups of 16 of a
@@ -152,14 +152,14 @@ type qxScratch struct {
 func makeQXQuants32x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:256], L[:256], scales[:16]
 	if !useAVX512 {
-		makeQXQuants32x8(x[:128], L[:128], scales[:8])
-		makeQXQuants32x8(x[128:], L[128:], scales[8:])
+		makeQXQuants32x8(x[:128], L[:128], scales[:8], s)
+		makeQXQuants32x8(x[128:], L[128:], scales[8:], s)
 		return
 	}
 	zero := s.load(x)
 	q := &s.q
 	qxSearch16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
-	clearZeroGroups(&zero, L, scales)
+	clearZeroGroups(zero[:], L, scales)
 }
 
 // load fills s's quads from the sixteen groups of 16 of the super-block x
@@ -172,8 +172,10 @@ func (s *qxScratch) load(x []float32) (zero [4][4]bool) {
 }
 
 // clearZeroGroups sets the levels and scales of the groups below
-// groupMaxEps, for which the sixteen-lane kernels computed garbage, to 0.
-func clearZeroGroups(zero *[4][4]bool, L []int8, scales []float32) {
+// groupMaxEps, for which the kernels that write levels and scales out
+// (qxSearch8AVX2, qxSearch16AVX512, q3Search16AVX512) computed garbage, to
+// 0; zero[k] are quad k's groups.
+func clearZeroGroups(zero [][4]bool, L []int8, scales []float32) {
 	for k := range zero {
 		for g, z := range zero[k] {
 			if z {
@@ -267,7 +269,7 @@ func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	zero := s.load(x)
 	q := &s.q
 	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], -4, 5, -4, 3, 4)
-	clearZeroGroups(&zero, L, scales)
+	clearZeroGroups(zero[:], L, scales)
 }
 
 // qkx2Oct is the transposed input, state and output of the kernels of

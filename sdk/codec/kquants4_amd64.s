@@ -17,6 +17,39 @@
 	MOVL    nmax+80(FP), R9; \
 	HEXOUT(R8, R9)
 
+// The first two stages of a transpose of rows R0-R3 (ymm or zmm): TPAIRS
+// interleaves the rows' elements in pairs, T0 = R0 and R1's low pairs of
+// each 128-bit lane, T1 their high pairs, T2 and T3 those of R2 and R3;
+// TQUADS makes S0-S3 the columns 4m, 4m+1, 4m+2, 4m+3 of the four rows in
+// 128-bit lane m.
+#define TPAIRS(R0, R1, R2, R3, T0, T1, T2, T3) \
+	VUNPCKLPS R1, R0, T0; \
+	VUNPCKHPS R1, R0, T1; \
+	VUNPCKLPS R3, R2, T2; \
+	VUNPCKHPS R3, R2, T3
+
+#define TQUADS(T0, T1, T2, T3, S0, S1, S2, S3) \
+	VSHUFPS $0x44, T2, T0, S0; \
+	VSHUFPS $0xEE, T2, T0, S1; \
+	VSHUFPS $0x44, T3, T1, S2; \
+	VSHUFPS $0xEE, T3, T1, S3
+
+// T8 transposes the 8×8 block in Y0-Y7 (row r in Yr) into Y8-Y15 (column
+// c in Y(8+c)): pairs, quads, then 128-bit halves. Clobbers Y0-Y7.
+#define T8() \
+	TPAIRS(Y0, Y1, Y2, Y3, Y8, Y9, Y10, Y11); \
+	TPAIRS(Y4, Y5, Y6, Y7, Y12, Y13, Y14, Y15); \
+	TQUADS(Y8, Y9, Y10, Y11, Y0, Y1, Y2, Y3); \
+	TQUADS(Y12, Y13, Y14, Y15, Y4, Y5, Y6, Y7); \
+	VPERM2F128 $0x20, Y4, Y0, Y8; \
+	VPERM2F128 $0x20, Y5, Y1, Y9; \
+	VPERM2F128 $0x20, Y6, Y2, Y10; \
+	VPERM2F128 $0x20, Y7, Y3, Y11; \
+	VPERM2F128 $0x31, Y4, Y0, Y12; \
+	VPERM2F128 $0x31, Y5, Y1, Y13; \
+	VPERM2F128 $0x31, Y6, Y2, Y14; \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
 // Offsets of the fields of quads.
 #define QX 0
 #define QW 256
@@ -1197,11 +1230,122 @@ ynext:
 	OINTERLEAVE(QW, OW, off); \
 	OINTERLEAVE(QWX, OWX, off)
 
-// The levels of element off back into both quads.
-#define OOUT(off) \
-	VMOVUPS (OL+2*off)(DI), Y8; \
-	VMOVUPS X8, (QL+off)(AX); \
-	VEXTRACTF128 $1, Y8, (QL+off)(BX)
+#define OCTHALF0(LP, NMAX) \
+	VCVTTPS2DQ   (OL+0)(DI), Y0; \
+	VPADDD       Y15, Y0, Y0; \
+	VCVTTPS2DQ   (OL+32)(DI), Y1; \
+	VPADDD       Y15, Y1, Y1; \
+	VCVTTPS2DQ   (OL+64)(DI), Y2; \
+	VPADDD       Y15, Y2, Y2; \
+	VCVTTPS2DQ   (OL+96)(DI), Y3; \
+	VPADDD       Y15, Y3, Y3; \
+	VCVTTPS2DQ   (OL+128)(DI), Y4; \
+	VPADDD       Y15, Y4, Y4; \
+	VCVTTPS2DQ   (OL+160)(DI), Y5; \
+	VPADDD       Y15, Y5, Y5; \
+	VCVTTPS2DQ   (OL+192)(DI), Y6; \
+	VPADDD       Y15, Y6, Y6; \
+	VCVTTPS2DQ   (OL+224)(DI), Y7; \
+	VPADDD       Y15, Y7, Y7; \
+	T8(); \
+	VEXTRACTI128 $1, Y8, X0; \
+	VPACKSSDW    X0, X8, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 0(LP); \
+	VEXTRACTI128 $1, Y9, X0; \
+	VPACKSSDW    X0, X9, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 16(LP); \
+	VEXTRACTI128 $1, Y10, X0; \
+	VPACKSSDW    X0, X10, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 32(LP); \
+	VEXTRACTI128 $1, Y11, X0; \
+	VPACKSSDW    X0, X11, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 48(LP); \
+	VEXTRACTI128 $1, Y12, X0; \
+	VPACKSSDW    X0, X12, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 64(LP); \
+	VEXTRACTI128 $1, Y13, X0; \
+	VPACKSSDW    X0, X13, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 80(LP); \
+	VEXTRACTI128 $1, Y14, X0; \
+	VPACKSSDW    X0, X14, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 96(LP); \
+	VEXTRACTI128 $1, Y15, X0; \
+	VPACKSSDW    X0, X15, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 112(LP); \
+	MOVL         NMAX, X15; \
+	VPBROADCASTD X15, Y15
+
+#define OCTHALF1(LP, NMAX) \
+	VCVTTPS2DQ   (OL+256)(DI), Y0; \
+	VPADDD       Y15, Y0, Y0; \
+	VCVTTPS2DQ   (OL+288)(DI), Y1; \
+	VPADDD       Y15, Y1, Y1; \
+	VCVTTPS2DQ   (OL+320)(DI), Y2; \
+	VPADDD       Y15, Y2, Y2; \
+	VCVTTPS2DQ   (OL+352)(DI), Y3; \
+	VPADDD       Y15, Y3, Y3; \
+	VCVTTPS2DQ   (OL+384)(DI), Y4; \
+	VPADDD       Y15, Y4, Y4; \
+	VCVTTPS2DQ   (OL+416)(DI), Y5; \
+	VPADDD       Y15, Y5, Y5; \
+	VCVTTPS2DQ   (OL+448)(DI), Y6; \
+	VPADDD       Y15, Y6, Y6; \
+	VCVTTPS2DQ   (OL+480)(DI), Y7; \
+	VPADDD       Y15, Y7, Y7; \
+	T8(); \
+	VEXTRACTI128 $1, Y8, X0; \
+	VPACKSSDW    X0, X8, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 8(LP); \
+	VEXTRACTI128 $1, Y9, X0; \
+	VPACKSSDW    X0, X9, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 24(LP); \
+	VEXTRACTI128 $1, Y10, X0; \
+	VPACKSSDW    X0, X10, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 40(LP); \
+	VEXTRACTI128 $1, Y11, X0; \
+	VPACKSSDW    X0, X11, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 56(LP); \
+	VEXTRACTI128 $1, Y12, X0; \
+	VPACKSSDW    X0, X12, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 72(LP); \
+	VEXTRACTI128 $1, Y13, X0; \
+	VPACKSSDW    X0, X13, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 88(LP); \
+	VEXTRACTI128 $1, Y14, X0; \
+	VPACKSSDW    X0, X14, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 104(LP); \
+	VEXTRACTI128 $1, Y15, X0; \
+	VPACKSSDW    X0, X15, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, 120(LP); \
+	MOVL         NMAX, X15; \
+	VPBROADCASTD X15, Y15
+
+// OCTOUT(LP, NMAX) writes the levels of the oct (OL, element i of group g
+// at 8i+g) as int8 plus NMAX (a 32-bit register) to LP, group g's sixteen
+// at LP+16g: per half of the elements, the rows truncated to int32 and
+// offset, an 8×8 transpose (T8), and each group's eight narrowed to bytes.
+// Clobbers Y0-Y15.
+#define OCTOUT(LP, NMAX) \
+	MOVL         NMAX, X15; \
+	VPBROADCASTD X15, Y15; \
+	OCTHALF0(LP, NMAX); \
+	OCTHALF1(LP, NMAX)
 
 // Levels of oct elements off and off+32 at iscale Y0 into DST, adding to the
 // sums Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
@@ -1236,15 +1380,15 @@ ynext:
 #define OTAKE(off) \
 	YSELECT((OL+off)(DI), (OCUR+off)(DI), Y9, Y10, Y8)
 
-// func qxSearch8AVX2(a, b *quads, o *qxOct, num *float32, n int, lo, hi int32)
+// func qxSearch8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 // qxSearch4SSE2 for the groups of a (lanes 0-3) and b (lanes 4-7) at once,
 // with o as the interleaved working copy.
-TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-48
+TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-68
 	MOVQ   a+0(FP), AX
 	MOVQ   b+8(FP), BX
 	MOVQ   o+16(FP), DI
-	MOVQ   num+24(FP), SI
-	MOVQ   n+32(FP), CX
+	MOVQ   num+40(FP), SI
+	MOVQ   n+48(FP), CX
 	OIN(0)
 	OIN(16)
 	OIN(32)
@@ -1264,8 +1408,8 @@ TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-48
 	// Y13 = mx of the eight groups.
 	VMOVUPS QMX(AX), X13
 	VINSERTF128 $1, QMX(BX), Y13, Y13
-	MOVL   lo+40(FP), R8
-	MOVL   hi+44(FP), R9
+	MOVL   lo+56(FP), R8
+	MOVL   hi+60(FP), R9
 	YCONSTS(R8, R9)
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Y0
@@ -1326,24 +1470,11 @@ onext:
 	JNZ    ocand
 
 odone:
-	OOUT(0)
-	OOUT(16)
-	OOUT(32)
-	OOUT(48)
-	OOUT(64)
-	OOUT(80)
-	OOUT(96)
-	OOUT(112)
-	OOUT(128)
-	OOUT(144)
-	OOUT(160)
-	OOUT(176)
-	OOUT(192)
-	OOUT(208)
-	OOUT(224)
-	OOUT(240)
-	VMOVUPS X11, QSCALE(AX)
-	VEXTRACTF128 $1, Y11, QSCALE(BX)
+	MOVQ    scales+32(FP), R8
+	VMOVUPS Y11, (R8)
+	MOVQ    L+24(FP), R8
+	MOVL    nmax+64(FP), R9
+	OCTOUT(R8, R9)
 	VZEROUPPER
 	RET
 
@@ -1617,23 +1748,6 @@ znext:
 	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448); \
 	M(512); M(576); M(640); M(704); M(768); M(832); M(896); M(960)
 
-// The first two stages of a transpose of rows R0-R3 (ymm or zmm): TPAIRS
-// interleaves the rows' elements in pairs, T0 = R0 and R1's low pairs of
-// each 128-bit lane, T1 their high pairs, T2 and T3 those of R2 and R3;
-// TQUADS makes S0-S3 the columns 4m, 4m+1, 4m+2, 4m+3 of the four rows in
-// 128-bit lane m.
-#define TPAIRS(R0, R1, R2, R3, T0, T1, T2, T3) \
-	VUNPCKLPS R1, R0, T0; \
-	VUNPCKHPS R1, R0, T1; \
-	VUNPCKLPS R3, R2, T2; \
-	VUNPCKHPS R3, R2, T3
-
-#define TQUADS(T0, T1, T2, T3, S0, S1, S2, S3) \
-	VSHUFPS $0x44, T2, T0, S0; \
-	VSHUFPS $0xEE, T2, T0, S1; \
-	VSHUFPS $0x44, T3, T1, S2; \
-	VSHUFPS $0xEE, T3, T1, S3
-
 // HEXGROUP(IMM, A, B, LP, G): group G's sixteen levels, the 128-bit lanes
 // IMM selects from A and B, truncated to int32, plus Z24, as bytes at
 // LP+16G.
@@ -1833,18 +1947,7 @@ zdivround:
 	VMOVUPS    (5*S+32*b)(SI), Y5; \
 	VMOVUPS    (6*S+32*b)(SI), Y6; \
 	VMOVUPS    (7*S+32*b)(SI), Y7; \
-	TPAIRS(Y0, Y1, Y2, Y3, Y8, Y9, Y10, Y11); \
-	TPAIRS(Y4, Y5, Y6, Y7, Y12, Y13, Y14, Y15); \
-	TQUADS(Y8, Y9, Y10, Y11, Y0, Y1, Y2, Y3); \
-	TQUADS(Y12, Y13, Y14, Y15, Y4, Y5, Y6, Y7); \
-	VPERM2F128 $0x20, Y4, Y0, Y8; \
-	VPERM2F128 $0x20, Y5, Y1, Y9; \
-	VPERM2F128 $0x20, Y6, Y2, Y10; \
-	VPERM2F128 $0x20, Y7, Y3, Y11; \
-	VPERM2F128 $0x31, Y4, Y0, Y12; \
-	VPERM2F128 $0x31, Y5, Y1, Y13; \
-	VPERM2F128 $0x31, Y6, Y2, Y14; \
-	VPERM2F128 $0x31, Y7, Y3, Y15; \
+	T8(); \
 	VMOVUPS    Y8, (KX+256*b)(DI); \
 	VMOVUPS    Y9, (KX+256*b+32)(DI); \
 	VMOVUPS    Y10, (KX+256*b+64)(DI); \

@@ -1143,7 +1143,10 @@ func TestK4EncodeSameWithAVX512(t *testing.T) {
 // the CPU has it, and the SSE2 quads) against the literal make_qx_quants,
 // group by group, on random and adversarial groups.
 func TestQXQuants32x8MatchesScalar(t *testing.T) {
-	eachKernelSet(t, func(t *testing.T) { checkQXQuants32(t, 8, 31, makeQXQuants32x8) })
+	var s qxScratch // reused, as encodeQ6_K does
+	eachKernelSet(t, func(t *testing.T) {
+		checkQXQuants32(t, 8, 31, func(x []float32, L []int8, scales []float32) { makeQXQuants32x8(x, L, scales, &s) })
+	})
 }
 
 // checkQXQuants32 runs search, a makeQXQuants(32, ·) of groups consecutive
