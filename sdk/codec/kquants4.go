@@ -238,18 +238,25 @@ func divRoundGo(L []int8, x []float32, add, d float32, lo, hi, off int32) {
 	}
 }
 
-// makeQ3Quants4x8 is makeQ3Quants(4, ·) for eight consecutive groups of 16
-// in x, writing levels to L[:128] and scales to scales[:8]. The SSE2 kernel
-// runs two quads at once.
-func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
+// makeQ3Quants4x8 is makeQ3Quants4x4 for eight consecutive groups of 16 in
+// x, writing levels to L[:128] and scales to scales[:8]: with AVX2 one
+// eight-lane search in s, else two quads' searches overlapped in one SSE2
+// call.
+func makeQ3Quants4x8(x []float32, L []int8, scales []float32, s *qxScratch) {
+	x, L, scales = x[:128], L[:128], scales[:8]
 	if !useSSE2 {
 		makeQ3Quants4x4(x[:64], L[:64], scales[:4])
 		makeQ3Quants4x4(x[64:128], L[64:128], scales[4:8])
 		return
 	}
-	var a, b quads
+	a, b := &s.q[0], &s.q[1]
 	za, zb := a.load(x[:64]), b.load(x[64:128])
-	q3Search8SSE2(&a, &b, -4, 5, -4, 3)
+	if useAVX2 {
+		q3Search8AVX2(a, b, &s.oct, &L[0], &scales[0], -4, 5, -4, 3, 4)
+		clearZeroGroups([][4]bool{za, zb}, L, scales)
+		return
+	}
+	q3Search8SSE2(a, b, -4, 5, -4, 3)
 	a.store(za, 4, L[:64], scales[:4])
 	b.store(zb, 4, L[64:128], scales[4:8])
 }
@@ -262,8 +269,8 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32) {
 func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:256], L[:256], scales[:16]
 	if !useAVX512 {
-		makeQ3Quants4x8(x[:128], L[:128], scales[:8])
-		makeQ3Quants4x8(x[128:], L[128:], scales[8:])
+		makeQ3Quants4x8(x[:128], L[:128], scales[:8], s)
+		makeQ3Quants4x8(x[128:], L[128:], scales[8:], s)
 		return
 	}
 	zero := s.load(x)

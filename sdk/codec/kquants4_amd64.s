@@ -2311,3 +2311,149 @@ q3final:
 	HEXDONE(Z9)
 	VZEROUPPER
 	RET
+
+// The q3_K search on eight lanes (q3Search8AVX2): the oct of qxSearch8AVX2
+// (OX, OW, OWX, OL), sumlx in Y1, suml2 in Y2, nearestInt's constants and
+// lo, hi in Y3-Y7, iscale in Y14, the lanes that changed in Y13. Each
+// operation is q3Search8SSE2's, with its operands in the same order, the
+// masks as vectors.
+
+// R = float32(clamp(nearestInt(R), lo, hi)).
+#define Q3YROUND(R) \
+	VADDPS    Y3, R, R; \
+	VPAND     Y4, R, R; \
+	VPSUBD    Y5, R, R; \
+	VPMAXSD   Y6, R, R; \
+	VPMINSD   Y7, R, R; \
+	VCVTDQ2PS R, R
+
+#define Q3YLEVEL(off) \
+	VMOVUPS (OX+off)(DI), Y8; \
+	VMULPS  Y14, Y8, Y8; \
+	Q3YROUND(Y8); \
+	VMOVUPS Y8, (OL+off)(DI); \
+	VMOVUPS (OWX+off)(DI), Y9; \
+	VMULPS  Y8, Y9, Y9; \
+	VADDPS  Y9, Y1, Y1; \
+	VMOVUPS (OW+off)(DI), Y10; \
+	VMULPS  Y8, Y10, Y10; \
+	VMULPS  Y8, Y10, Y10; \
+	VADDPS  Y10, Y2, Y2
+
+// Q3GREEDY on eight lanes, the mask in Y0.
+#define Q3YGREEDY(off) \
+	VMOVUPS   (OL+off)(DI), Y8; \
+	VMOVUPS   (OWX+off)(DI), Y9; \
+	VMULPS    Y8, Y9, Y9; \
+	VSUBPS    Y9, Y1, Y10; \
+	VXORPS    Y11, Y11, Y11; \
+	VCMPPS    $1, Y10, Y11, Y0; \
+	VMOVUPS   (OW+off)(DI), Y12; \
+	VMULPS    Y8, Y12, Y12; \
+	VMULPS    Y8, Y12, Y12; \
+	VSUBPS    Y12, Y2, Y15; \
+	VMOVUPS   (OX+off)(DI), Y12; \
+	VMULPS    Y15, Y12, Y12; \
+	VDIVPS    Y10, Y12, Y12; \
+	Q3YROUND(Y12); \
+	VCMPPS    $4, Y8, Y12, Y9; \
+	VANDPS    Y9, Y0, Y0; \
+	VMOVUPS   (OWX+off)(DI), Y9; \
+	VMULPS    Y12, Y9, Y9; \
+	VADDPS    Y9, Y10, Y10; \
+	VMOVUPS   (OW+off)(DI), Y9; \
+	VMULPS    Y12, Y9, Y9; \
+	VMULPS    Y12, Y9, Y9; \
+	VADDPS    Y9, Y15, Y15; \
+	VCMPPS    $1, Y15, Y11, Y9; \
+	VANDPS    Y9, Y0, Y0; \
+	VMULPS    Y10, Y10, Y9; \
+	VMULPS    Y2, Y9, Y9; \
+	VMULPS    Y1, Y1, Y11; \
+	VMULPS    Y15, Y11, Y11; \
+	VCMPPS    $1, Y9, Y11, Y11; \
+	VANDPS    Y11, Y0, Y0; \
+	VORPS     Y0, Y13, Y13; \
+	VBLENDVPS Y0, Y12, Y8, Y8; \
+	VMOVUPS   Y8, (OL+off)(DI); \
+	VBLENDVPS Y0, Y10, Y1, Y1; \
+	VBLENDVPS Y0, Y15, Y2, Y2
+
+// M for the sixteen elements of the oct.
+#define OALL(M) \
+	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
+	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
+
+// func q3Search8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
+// q3Search8SSE2 for the groups of a and b in the eight lanes of AVX2
+// vectors, with o as the interleaved working copy; the levels plus nmax go
+// to L[:128], group by group, and the scales to scales[:8].
+TEXT ·q3Search8AVX2(SB), NOSPLIT, $0-68
+	MOVQ         a+0(FP), AX
+	MOVQ         b+8(FP), BX
+	MOVQ         o+16(FP), DI
+	MOVQ         rounds+48(FP), CX
+	OIN(0)
+	OIN(16)
+	OIN(32)
+	OIN(48)
+	OIN(64)
+	OIN(80)
+	OIN(96)
+	OIN(112)
+	OIN(128)
+	OIN(144)
+	OIN(160)
+	OIN(176)
+	OIN(192)
+	OIN(208)
+	OIN(224)
+	OIN(240)
+	// Y14 = iscale = start/mx of the eight groups.
+	VMOVUPS      QMX(AX), X13
+	VINSERTF128  $1, QMX(BX), Y13, Y13
+	VBROADCASTSS start+40(FP), Y14
+	VDIVPS       Y13, Y14, Y14
+	MOVL         lo+56(FP), R8
+	MOVL         hi+60(FP), R9
+	MOVL         $0x4B400000, DX
+	MOVL         DX, X3
+	VPBROADCASTD X3, Y3
+	MOVL         $0x007FFFFF, DX
+	MOVL         DX, X4
+	VPBROADCASTD X4, Y4
+	MOVL         $0x00400000, DX
+	MOVL         DX, X5
+	VPBROADCASTD X5, Y5
+	MOVL         R8, X6
+	VPBROADCASTD X6, Y6
+	MOVL         R9, X7
+	VPBROADCASTD X7, Y7
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	OALL(Q3YLEVEL)
+	TESTQ        CX, CX
+	JLE          q3yfinal
+
+q3yround:
+	VXORPS    Y13, Y13, Y13
+	OALL(Q3YGREEDY)
+	VMOVMSKPS Y13, DX
+	TESTL     DX, DX
+	JZ        q3yfinal
+	DECQ      CX
+	JNZ       q3yround
+
+q3yfinal:
+	// scale = 0 < suml2 ? sumlx/suml2 : 0.
+	VDIVPS  Y2, Y1, Y9
+	VXORPS  Y10, Y10, Y10
+	VCMPPS  $1, Y2, Y10, Y10
+	VANDPS  Y10, Y9, Y9
+	MOVQ    scales+32(FP), R8
+	VMOVUPS Y9, (R8)
+	MOVQ    L+24(FP), R8
+	MOVL    nmax+64(FP), R9
+	OCTOUT(R8, R9)
+	VZEROUPPER
+	RET

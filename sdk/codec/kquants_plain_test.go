@@ -675,7 +675,10 @@ func TestDecodeTQ1_0MatchesPlain(t *testing.T) {
 // TestQ3Search8MatchesScalar checks the two-quad q3_K search against the
 // literal transliteration, group by group.
 func TestQ3Search8MatchesScalar(t *testing.T) {
-	checkQ3Quants(t, 8, 21, makeQ3Quants4x8)
+	var s qxScratch // reused, as encodeQ3_K does
+	eachKernelSet(t, func(t *testing.T) {
+		checkQ3Quants(t, 8, 21, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x8(x, L, scales, &s) })
+	})
 }
 
 // TestQ3Quants4x16MatchesScalar holds q3_K's sixteen-lane search to the
