@@ -86,26 +86,27 @@ const halfChunk = 4096
 
 // bf16ToF16Bytes widens each chunk of bf16 to float32 (exact) and narrows it
 // to f16, both with the cast kernels: Float32ToFloat16 of each value.
-func bf16ToF16Bytes(dst, src []byte, n int) {
-	src, dst = src[:2*n], dst[:2*n]
-	var buf [4 * halfChunk]byte
-	for n > 0 {
-		m := min(n, halfChunk)
-		bf16ToF32Bytes(buf[:4*m], src[:2*m], m)
-		f32ToF16Bytes(dst[:2*m], buf[:4*m], m)
-		src, dst, n = src[2*m:], dst[2*m:], n-m
-	}
-}
+func bf16ToF16Bytes(dst, src []byte, n int) { halfToHalf(dst, src, n, true) }
 
 // f16ToBF16Bytes widens each chunk of f16 to float32 (exact) and narrows it
 // to bf16, both with the cast kernels.
-func f16ToBF16Bytes(dst, src []byte, n int) {
+func f16ToBF16Bytes(dst, src []byte, n int) { halfToHalf(dst, src, n, false) }
+
+// halfToHalf converts n 16-bit floats from src to dst through float32,
+// halfChunk at a time: bf16 to f16, or f16 to bf16. The kernels are called
+// by name, not passed as values, so that the buffer stays on the stack.
+func halfToHalf(dst, src []byte, n int, toF16 bool) {
 	src, dst = src[:2*n], dst[:2*n]
 	var buf [4 * halfChunk]byte
 	for n > 0 {
 		m := min(n, halfChunk)
-		f16ToF32Bytes(buf[:4*m], src[:2*m], m)
-		f32ToBF16Bytes(dst[:2*m], buf[:4*m], m)
+		if toF16 {
+			bf16ToF32Bytes(buf[:4*m], src[:2*m], m)
+			f32ToF16Bytes(dst[:2*m], buf[:4*m], m)
+		} else {
+			f16ToF32Bytes(buf[:4*m], src[:2*m], m)
+			f32ToBF16Bytes(dst[:2*m], buf[:4*m], m)
+		}
 		src, dst, n = src[2*m:], dst[2*m:], n-m
 	}
 }

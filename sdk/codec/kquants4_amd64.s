@@ -1230,109 +1230,50 @@ ynext:
 	OINTERLEAVE(QW, OW, off); \
 	OINTERLEAVE(QWX, OWX, off)
 
-#define OCTHALF0(LP, NMAX) \
-	VCVTTPS2DQ   (OL+0)(DI), Y0; \
-	VPADDD       Y15, Y0, Y0; \
-	VCVTTPS2DQ   (OL+32)(DI), Y1; \
-	VPADDD       Y15, Y1, Y1; \
-	VCVTTPS2DQ   (OL+64)(DI), Y2; \
-	VPADDD       Y15, Y2, Y2; \
-	VCVTTPS2DQ   (OL+96)(DI), Y3; \
-	VPADDD       Y15, Y3, Y3; \
-	VCVTTPS2DQ   (OL+128)(DI), Y4; \
-	VPADDD       Y15, Y4, Y4; \
-	VCVTTPS2DQ   (OL+160)(DI), Y5; \
-	VPADDD       Y15, Y5, Y5; \
-	VCVTTPS2DQ   (OL+192)(DI), Y6; \
-	VPADDD       Y15, Y6, Y6; \
-	VCVTTPS2DQ   (OL+224)(DI), Y7; \
-	VPADDD       Y15, Y7, Y7; \
-	T8(); \
-	VEXTRACTI128 $1, Y8, X0; \
-	VPACKSSDW    X0, X8, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 0(LP); \
-	VEXTRACTI128 $1, Y9, X0; \
-	VPACKSSDW    X0, X9, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 16(LP); \
-	VEXTRACTI128 $1, Y10, X0; \
-	VPACKSSDW    X0, X10, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 32(LP); \
-	VEXTRACTI128 $1, Y11, X0; \
-	VPACKSSDW    X0, X11, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 48(LP); \
-	VEXTRACTI128 $1, Y12, X0; \
-	VPACKSSDW    X0, X12, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 64(LP); \
-	VEXTRACTI128 $1, Y13, X0; \
-	VPACKSSDW    X0, X13, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 80(LP); \
-	VEXTRACTI128 $1, Y14, X0; \
-	VPACKSSDW    X0, X14, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 96(LP); \
-	VEXTRACTI128 $1, Y15, X0; \
-	VPACKSSDW    X0, X15, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 112(LP); \
-	MOVL         NMAX, X15; \
-	VPBROADCASTD X15, Y15
+// The sixteen elements of both quads into the oct, and Y13 = mx of the
+// eight groups.
+#define OINALL \
+	OIN(0); OIN(16); OIN(32); OIN(48); OIN(64); OIN(80); OIN(96); OIN(112); \
+	OIN(128); OIN(144); OIN(160); OIN(176); OIN(192); OIN(208); OIN(224); OIN(240); \
+	VMOVUPS QMX(AX), X13; \
+	VINSERTF128 $1, QMX(BX), Y13, Y13
 
-#define OCTHALF1(LP, NMAX) \
-	VCVTTPS2DQ   (OL+256)(DI), Y0; \
-	VPADDD       Y15, Y0, Y0; \
-	VCVTTPS2DQ   (OL+288)(DI), Y1; \
-	VPADDD       Y15, Y1, Y1; \
-	VCVTTPS2DQ   (OL+320)(DI), Y2; \
-	VPADDD       Y15, Y2, Y2; \
-	VCVTTPS2DQ   (OL+352)(DI), Y3; \
-	VPADDD       Y15, Y3, Y3; \
-	VCVTTPS2DQ   (OL+384)(DI), Y4; \
-	VPADDD       Y15, Y4, Y4; \
-	VCVTTPS2DQ   (OL+416)(DI), Y5; \
-	VPADDD       Y15, Y5, Y5; \
-	VCVTTPS2DQ   (OL+448)(DI), Y6; \
-	VPADDD       Y15, Y6, Y6; \
-	VCVTTPS2DQ   (OL+480)(DI), Y7; \
-	VPADDD       Y15, Y7, Y7; \
+// OCTROW(OFF, R): the levels at OFF(DI) truncated to int32, plus Y15, into
+// R.
+#define OCTROW(OFF, R) \
+	VCVTTPS2DQ OFF(DI), R; \
+	VPADDD     Y15, R, R
+
+// OCTGROUP(YR, XR, OFF, LP): the eight int32 in YR (XR its low half) as
+// bytes at OFF(LP). Clobbers Y0.
+#define OCTGROUP(YR, XR, OFF, LP) \
+	VEXTRACTI128 $1, YR, X0; \
+	VPACKSSDW    X0, XR, X0; \
+	VPACKSSWB    X0, X0, X0; \
+	MOVQ         X0, OFF(LP)
+
+// OCTHALF(h, LP, NMAX) writes oct elements 8h..8h+7 of the eight groups as
+// int8 plus Y15's int32s: the rows truncated and offset (OCTROW),
+// transposed (T8), each group's eight narrowed to bytes at LP+16g+8h
+// (OCTGROUP). Clobbers Y0-Y15; reloads Y15 from NMAX (a register).
+#define OCTHALF(h, LP, NMAX) \
+	OCTROW(OL+256*(h)+0, Y0); \
+	OCTROW(OL+256*(h)+32, Y1); \
+	OCTROW(OL+256*(h)+64, Y2); \
+	OCTROW(OL+256*(h)+96, Y3); \
+	OCTROW(OL+256*(h)+128, Y4); \
+	OCTROW(OL+256*(h)+160, Y5); \
+	OCTROW(OL+256*(h)+192, Y6); \
+	OCTROW(OL+256*(h)+224, Y7); \
 	T8(); \
-	VEXTRACTI128 $1, Y8, X0; \
-	VPACKSSDW    X0, X8, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 8(LP); \
-	VEXTRACTI128 $1, Y9, X0; \
-	VPACKSSDW    X0, X9, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 24(LP); \
-	VEXTRACTI128 $1, Y10, X0; \
-	VPACKSSDW    X0, X10, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 40(LP); \
-	VEXTRACTI128 $1, Y11, X0; \
-	VPACKSSDW    X0, X11, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 56(LP); \
-	VEXTRACTI128 $1, Y12, X0; \
-	VPACKSSDW    X0, X12, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 72(LP); \
-	VEXTRACTI128 $1, Y13, X0; \
-	VPACKSSDW    X0, X13, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 88(LP); \
-	VEXTRACTI128 $1, Y14, X0; \
-	VPACKSSDW    X0, X14, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 104(LP); \
-	VEXTRACTI128 $1, Y15, X0; \
-	VPACKSSDW    X0, X15, X0; \
-	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, 120(LP); \
+	OCTGROUP(Y8, X8, 0+8*(h), LP); \
+	OCTGROUP(Y9, X9, 16+8*(h), LP); \
+	OCTGROUP(Y10, X10, 32+8*(h), LP); \
+	OCTGROUP(Y11, X11, 48+8*(h), LP); \
+	OCTGROUP(Y12, X12, 64+8*(h), LP); \
+	OCTGROUP(Y13, X13, 80+8*(h), LP); \
+	OCTGROUP(Y14, X14, 96+8*(h), LP); \
+	OCTGROUP(Y15, X15, 112+8*(h), LP); \
 	MOVL         NMAX, X15; \
 	VPBROADCASTD X15, Y15
 
@@ -1344,8 +1285,8 @@ ynext:
 #define OCTOUT(LP, NMAX) \
 	MOVL         NMAX, X15; \
 	VPBROADCASTD X15, Y15; \
-	OCTHALF0(LP, NMAX); \
-	OCTHALF1(LP, NMAX)
+	OCTHALF(0, LP, NMAX); \
+	OCTHALF(1, LP, NMAX)
 
 // Levels of oct elements off and off+32 at iscale Y0 into DST, adding to the
 // sums Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
@@ -1389,25 +1330,8 @@ TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-68
 	MOVQ   o+16(FP), DI
 	MOVQ   num+40(FP), SI
 	MOVQ   n+48(FP), CX
-	OIN(0)
-	OIN(16)
-	OIN(32)
-	OIN(48)
-	OIN(64)
-	OIN(80)
-	OIN(96)
-	OIN(112)
-	OIN(128)
-	OIN(144)
-	OIN(160)
-	OIN(176)
-	OIN(192)
-	OIN(208)
-	OIN(224)
-	OIN(240)
-	// Y13 = mx of the eight groups.
-	VMOVUPS QMX(AX), X13
-	VINSERTF128 $1, QMX(BX), Y13, Y13
+	// The oct from the quads, Y13 = mx of the eight groups.
+	OINALL
 	MOVL   lo+56(FP), R8
 	MOVL   hi+60(FP), R9
 	YCONSTS(R8, R9)
@@ -2393,25 +2317,8 @@ TEXT ·q3Search8AVX2(SB), NOSPLIT, $0-68
 	MOVQ         b+8(FP), BX
 	MOVQ         o+16(FP), DI
 	MOVQ         rounds+48(FP), CX
-	OIN(0)
-	OIN(16)
-	OIN(32)
-	OIN(48)
-	OIN(64)
-	OIN(80)
-	OIN(96)
-	OIN(112)
-	OIN(128)
-	OIN(144)
-	OIN(160)
-	OIN(176)
-	OIN(192)
-	OIN(208)
-	OIN(224)
-	OIN(240)
-	// Y14 = iscale = start/mx of the eight groups.
-	VMOVUPS      QMX(AX), X13
-	VINSERTF128  $1, QMX(BX), Y13, Y13
+	// The oct from the quads; Y14 = iscale = start/mx of the eight groups.
+	OINALL
 	VBROADCASTSS start+40(FP), Y14
 	VDIVPS       Y13, Y14, Y14
 	MOVL         lo+56(FP), R8
