@@ -2,11 +2,11 @@
 
 #include "textflag.h"
 
-// AVX-512 kernels of iq4_nl's and iq4_xs's scale search. Lane t of every
-// vector belongs to one trial scale (iq4Trials16AVX512) or one element
-// (iq4IndexAVX512) and performs the scalar code's float32 operations in its
-// order, so the results are bit for bit those of iq4Trials.search and
-// bestIndexIQ4.
+// AVX-512 and AVX2 kernels of iq4_nl's and iq4_xs's scale search. Lane t
+// of every vector belongs to one trial scale (iq4Trials16AVX512,
+// iq4Trials16AVX2) or one element (iq4IndexAVX512, iq4IndexAVX2) and
+// performs the scalar code's float32 operations in its order, so the
+// results are bit for bit those of iq4Trials.search and bestIndexIQ4.
 
 // IQ4CONSTS loads the codebook as float32 into Z1 and the codebook from its
 // second value on (the last repeated) into Z2, and the search's steps 8, 4,
