@@ -9,12 +9,14 @@
 // results are bit for bit those of iq4Trials.search and bestIndexIQ4.
 
 // IQ4CONSTS loads the codebook as float32 into Z1 and the codebook from its
-// second value on (the last repeated) into Z2, and the search's steps 8, 4,
-// 2, 1 and the cap 14 as int32 into Z3–Z7. Clobbers AX.
+// second value on (the last repeated) into Z2, the search's steps 8, 4, 2, 1
+// and the cap 14 as int32 into Z3–Z7, and the middle value (index 8) into
+// every lane of Z18. Clobbers AX.
 #define IQ4CONSTS \
 	MOVQ         $·iq4Levels(SB), AX; \
 	VMOVUPS      (AX), Z1; \
 	VMOVUPS      64(AX), Z2; \
+	VBROADCASTSS 32(AX), Z18; \
 	MOVL         $8, AX; \
 	VPBROADCASTD AX, Z3; \
 	MOVL         $4, AX; \
@@ -40,10 +42,12 @@
 // in K2 the lanes where y is nearer the lower one (y-lo < hi-y), whose
 // index is ml; the others' is ml+1. That is best_index_int8 of ggml: a y at
 // or below the first value has ml 0 and is nearer it, one at or above the
-// last (or NaN) ml 14 and is not.
+// last (or NaN) ml 14 and is not. The first step's value, index 8, is the
+// same in every lane (Z18).
 #define NEAREST \
 	VPXORD    Z13, Z13, Z13; \
-	STEP(Z3); \
+	VCMPPS    $5, Z18, Z12, K1; \
+	VMOVDQA32 Z3, K1, Z13; \
 	STEP(Z4); \
 	STEP(Z5); \
 	STEP(Z6); \
