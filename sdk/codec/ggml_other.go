@@ -433,8 +433,8 @@ func bestIndexIQ4(x float32) uint8 {
 }
 
 // iq4Levels is the codebook as float32 for the AVX-512 kernels: the sixteen
-// values, then the values from the second on with the last repeated (the
-// value above each index).
+// values (the middle one, index 8, at byte 32), then the values from the
+// second on with the last repeated (the value above each index).
 var iq4Levels = func() (t [32]float32) {
 	for i, v := range kvaluesIQ4NL {
 		t[i] = float32(v)
@@ -490,8 +490,8 @@ var iq4Steps = func() (t [10][16]uint32) {
 // no importance weights (w = x²) and ntry = 7: the first guess d = max/127
 // and the 15 scales (itry-127)/max for itry in -7..7. It returns the block
 // scale (0 for a block below groupMaxEps). The trials are independent, so
-// they are computed side by side (iq4Trials16AVX512), with every pair's
-// comparison, and the winner found from those in ggml's order.
+// they are computed side by side (iq4Trials16AVX512, iq4Trials16AVX2), with
+// every pair's comparison, and the winner found from those in ggml's order.
 func iq4Block(xb []float32) float32 {
 	xb = xb[:32]
 	// firstAbsMax32 is ggml's loop for blocks without NaNs; it takes a NaN
