@@ -50,13 +50,15 @@ func q8RoundSSE2(x *float32, id float32, q *byte)
 func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32)
 
 // qxSearch8AVX2 is qxSearch4SSE2 for the groups of a and b at once, with
-// o as its working copy; see qxOct.
+// o as its working copy (see qxOct); it writes the levels plus nmax to
+// L[:128], group by group, and the scales to scales[:8], not into a and b.
 //
 //go:noescape
 func qxSearch8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 
 // qxSearch16AVX512 is qxSearch8AVX2 for the groups of a, b, c and d at
-// once, with o as its working copy; see qxHex.
+// once, with o as its working copy (see qxHex), writing L[:256] and
+// scales[:16].
 //
 //go:noescape
 func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)

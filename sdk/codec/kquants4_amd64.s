@@ -1047,9 +1047,9 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VXORPS U, T, T; \
 	VMOVUPS T, D
 
-// The constants of YNEARESTI and YPACKCLAMP, lo and hi from GPRs LO and HI;
-// clobbers DX.
-#define YCONSTS(LO, HI) \
+// nearestInt's constants on eight lanes: Y3 = 1.5·2^23, Y4 = 0x7FFFFF,
+// Y5 = 0x400000; clobbers DX.
+#define YNCONSTS \
 	MOVL   $0x4B400000, DX; \
 	MOVL   DX, X3; \
 	VPBROADCASTD X3, Y3; \
@@ -1058,7 +1058,12 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VPBROADCASTD X4, Y4; \
 	MOVL   $0x00400000, DX; \
 	MOVL   DX, X5; \
-	VPBROADCASTD X5, Y5; \
+	VPBROADCASTD X5, Y5
+
+// The constants of YNEARESTI and YPACKCLAMP, lo and hi from GPRs LO and HI;
+// clobbers DX.
+#define YCONSTS(LO, HI) \
+	YNCONSTS; \
 	MOVL   LO, X6; \
 	VPBROADCASTW X6, Y6; \
 	MOVL   HI, X7; \
@@ -1953,15 +1958,7 @@ q2start:
 	VMOVUPS      Y2, KSCALE(DI)
 
 	// nearestInt's constants in Y3-Y5, the levels' bound 3 in Y13.
-	MOVL         $0x4B400000, AX
-	MOVL         AX, X3
-	VPBROADCASTD X3, Y3
-	MOVL         $0x007FFFFF, AX
-	MOVL         AX, X4
-	VPBROADCASTD X4, Y4
-	MOVL         $0x00400000, AX
-	MOVL         AX, X5
-	VPBROADCASTD X5, Y5
+	YNCONSTS
 	MOVL         $3, AX
 	MOVL         AX, X13
 	VPBROADCASTD X13, Y13
@@ -2080,15 +2077,7 @@ k4weight:
 	VMOVUPS      Y9, KSCALE(DI)
 	// nearestInt's constants in Y3-Y5, the levels' bounds 0 and nmax in
 	// Y6 and Y7.
-	MOVL         $0x4B400000, BX
-	MOVL         BX, X3
-	VPBROADCASTD X3, Y3
-	MOVL         $0x007FFFFF, BX
-	MOVL         BX, X4
-	VPBROADCASTD X4, Y4
-	MOVL         $0x00400000, BX
-	MOVL         BX, X5
-	VPBROADCASTD X5, Y5
+	YNCONSTS
 	VPXOR        Y6, Y6, Y6
 	MOVL         AX, X7
 	VPBROADCASTD X7, Y7
@@ -2323,15 +2312,7 @@ TEXT ·q3Search8AVX2(SB), NOSPLIT, $0-68
 	VDIVPS       Y13, Y14, Y14
 	MOVL         lo+56(FP), R8
 	MOVL         hi+60(FP), R9
-	MOVL         $0x4B400000, DX
-	MOVL         DX, X3
-	VPBROADCASTD X3, Y3
-	MOVL         $0x007FFFFF, DX
-	MOVL         DX, X4
-	VPBROADCASTD X4, Y4
-	MOVL         $0x00400000, DX
-	MOVL         DX, X5
-	VPBROADCASTD X5, Y5
+	YNCONSTS
 	MOVL         R8, X6
 	VPBROADCASTD X6, Y6
 	MOVL         R9, X7
