@@ -343,14 +343,13 @@ func k4Num(nmax int32, rmin float32, nstep int) (num qkx2Num) {
 	return num
 }
 
-// qkx2Hex is qkx2Search16AVX512's working copy of two qkx2Octs, side by
-// side: element i of group g at 16·i + g, groups 8-15 those of the second
-// oct. It holds what the search reads and writes (no mnStart); the kernel
-// fills it from the octs and writes back the levels, mins and scales. The
-// field offsets are spelled out in kquants4_amd64.s.
+// qkx2Hex is qkx2Search16AVX512's working copy of the element fields of two
+// qkx2Octs, side by side: element i of group g at 16·i + g, groups 8-15
+// those of the second oct. The kernel fills it from the octs, keeps the
+// per-group fields in registers, and writes back the levels, mins and
+// scales. The field offsets are spelled out in kquants4_amd64.s.
 type qkx2Hex struct {
-	x, w, xm, cur, L                [512]float32
-	mn, mx, sumW, sumX, scale, best [16]float32
+	x, cur, w, L [512]float32
 }
 
 // k4Search16 is k4Search8 for the two super-blocks x0 and x1 at once, with

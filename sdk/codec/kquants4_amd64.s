@@ -1412,16 +1412,9 @@ odone:
 // qkx2Search8AVX2 sixteen lanes wide, every lane's operations in the same
 // order, the masks in K registers.
 #define HX 0
-#define HW 2048
-#define HXM 4096
-#define HCUR 6144
-#define HL 8192
-#define HMN 10240
-#define HMX 10304
-#define HSUMW 10368
-#define HSUMX 10432
-#define HSCALE 10496
-#define HBEST 10560
+#define HW 4096
+#define HCUR 2048
+#define HL 6144
 
 // M for the pairs of elements (0, 1) … (14, 15), and (16, 17) … (30, 31).
 #define HPAIRSLO(M) \
@@ -1461,27 +1454,36 @@ odone:
 	MOVL $0x00400000, DX; \
 	VPBROADCASTD DX, Z5
 
+// ZNEARESTI of element off of x less MN (a register), into R.
+#define ZXMNEAR(off, MN, R) \
+	VMOVUPS (HX+off)(DI), R; \
+	VSUBPS  MN, R, R; \
+	ZNEARESTI(R, R)
+
 // YCONSTS in Z3-Z7, lo and hi from GPRs LO and HI; clobbers DX.
 #define ZCONSTS(LO, HI) \
 	ZNCONSTS; \
 	VPBROADCASTW LO, Z6; \
 	VPBROADCASTW HI, Z7
 
-// YLEVEL2 for elements off and off+64 of the hex: VPACKSSDW and
-// VPUNPCK[LH]WD work within 128-bit lanes, so the unpacking restores each
-// element's group order as on eight lanes.
+// YLEVEL2 for elements off and off+64 of the hex at mn Z16: levels clamped
+// in 32-bit lanes (ZCLAMPF), so each element stays in its group's lane.
 #define ZLEVEL2(off) \
-	ZNEARESTI((HXM+off)(DI), Z8); \
-	ZNEARESTI((HXM+off+64)(DI), Z9); \
-	ZPACKCLAMP(Z8, Z9); \
-	VPUNPCKHWD Z6, Z8, Z12; \
-	VPUNPCKLWD Z6, Z8, Z8; \
-	VCVTDQ2PS Z8, Z8; \
-	VCVTDQ2PS Z12, Z12; \
+	ZXMNEAR(off, Z16, Z8); \
+	ZXMNEAR(off+64, Z16, Z12); \
+	ZCLAMPF(Z8); \
+	ZCLAMPF(Z12); \
 	VMOVUPS Z8, (HCUR+off)(DI); \
 	VMOVUPS Z12, (HCUR+off+64)(DI); \
 	ZSUMS(off, Z8); \
 	ZSUMS(off+64, Z12)
+
+// R = float(min(max(R, 0), hi)) for int32 R, hi in Z7's dwords: what
+// ZPACKCLAMP and the unpacking make, saturating to int16 on the way.
+#define ZCLAMPF(R) \
+	VPMAXSD Z13, R, R; \
+	VPMINSD Z7, R, R; \
+	VCVTDQ2PS R, R
 
 #define ZSUMS(off, R) \
 	VMULPS (HW+off)(DI), R, Z9; \
@@ -1504,17 +1506,6 @@ odone:
 #define ZERR(off) ZERRF(off, ZSQUARE)
 #define ZERRMAD(off) ZERRF(off, ZABS)
 
-// L(off) = cur(off) in the lanes of K1.
-#define ZTAKE(off) \
-	VMOVUPS (HCUR+off)(DI), Z8; \
-	VMOVUPS Z8, K1, (HL+off)(DI)
-
-// xm(off) = x(off) - Z15.
-#define ZDIFF(off) \
-	VMOVUPS (HX+off)(DI), Z8; \
-	VSUBPS  Z15, Z8, Z8; \
-	VMOVUPS Z8, (HXM+off)(DI)
-
 // Row off of oct field F of a (R8) and b (R9), side by side, into hex field
 // G; and back.
 #define HIN(F, G, off) \
@@ -1530,15 +1521,40 @@ odone:
 #define HINROW(off) \
 	HIN(KX, HX, off); \
 	HIN(KW, HW, off); \
-	HIN(KXM, HXM, off); \
 	HIN(KL, HL, off)
 
+// Per-group field F of a and b, side by side, into the register whose
+// halves are Y and Z; and back.
+#define HINREG(F, Y, Z) \
+	VMOVUPS F(R8), Y; \
+	VINSERTF64X4 $1, F(R9), Z, Z
+
+#define HOUTREG(F, Y, Z) \
+	VMOVUPS Y, F(R8); \
+	VEXTRACTF64X4 $1, Z, F(R9)
+
 #define HOUTROW(off) HOUT(KL, HL, off)
+
+// A lane's levels at the candidate it took last: off and off+64 at iscale
+// Z0 from x less Z23, as ZLEVEL2 made them, into L in the lanes of K3.
+#define ZRETAKE2(off) \
+	ZXMNEAR(off, Z23, Z8); \
+	ZXMNEAR(off+64, Z23, Z9); \
+	ZCLAMPF(Z8); \
+	ZCLAMPF(Z9); \
+	VMOVUPS Z8, K3, (HL+off)(DI); \
+	VMOVUPS Z9, K3, (HL+off+64)(DI)
 
 // func qkx2Search16AVX512(a, b *qkx2Oct, s *qkx2Hex, num *float32, n int, hi, flags int32)
 // qkx2Search8AVX2 for the eight groups of a and the eight of b at once:
 // it interleaves them into s, searches there, and writes back to a and b
 // the levels, mins and scales. n ≥ 1.
+//
+// A lane's state stays in registers: Z16 mn, Z17 mx, Z18 sumW, Z19 sumX,
+// Z20 scale, Z21 best. A candidate a lane takes does not copy its levels:
+// the lane keeps the candidate's iscale (Z22) and the mn its levels were
+// made from (Z23), K3 marks the lanes that took one, and the levels are
+// made again from those once, at the end, by the same operations.
 TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-48
 	MOVQ   a+0(FP), R8
 	MOVQ   b+8(FP), R9
@@ -1549,19 +1565,21 @@ TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-48
 	MOVL   hi+40(FP), AX
 	KALLLO(HINROW)
 	KALLHI(HINROW)
-	HIN(KMN, HMN, 0)
-	HIN(KMX, HMX, 0)
-	HIN(KSUMW, HSUMW, 0)
-	HIN(KSUMX, HSUMX, 0)
-	HIN(KSCALE, HSCALE, 0)
-	HIN(KBEST, HBEST, 0)
-	XORL   BX, BX
-	ZCONSTS(BX, AX)
+	HINREG(KMN, Y16, Z16)
+	HINREG(KMX, Y17, Z17)
+	HINREG(KSUMW, Y18, Z18)
+	HINREG(KSUMX, Y19, Z19)
+	HINREG(KSCALE, Y20, Z20)
+	HINREG(KBEST, Y21, Z21)
+	VMOVAPS Z16, Z23
+	KXORW  K3, K3, K3
+	ZNCONSTS
+	VPBROADCASTD AX, Z7
+	VPXORD Z13, Z13, Z13
 
 zcand:
 	VBROADCASTSS (SI), Z0
-	VMOVUPS HMX(DI), Z8
-	VSUBPS  HMN(DI), Z8, Z8
+	VSUBPS  Z16, Z17, Z8
 	VDIVPS  Z8, Z0, Z0
 	VPXORD  Z1, Z1, Z1
 	VPXORD  Z2, Z2, Z2
@@ -1573,18 +1591,17 @@ zcand:
 
 zlevels16:
 	// D = sumW·sumL2 - sumL·sumL; K1 = 0 < D.
-	VMULPS HSUMW(DI), Z2, Z8
+	VMULPS Z18, Z2, Z8
 	VMULPS Z1, Z1, Z9
 	VSUBPS Z9, Z8, Z8
-	VPXORD Z13, Z13, Z13
 	VCMPPS $1, Z8, Z13, K1
 	// Z9 = scale = (sumW·sumXL - sumX·sumL)/D
-	VMULPS HSUMW(DI), Z11, Z9
-	VMULPS HSUMX(DI), Z1, Z10
+	VMULPS Z18, Z11, Z9
+	VMULPS Z19, Z1, Z10
 	VSUBPS Z10, Z9, Z9
 	VDIVPS Z8, Z9, Z9
 	// Z10 = min = (sumL2·sumX - sumL·sumXL)/D
-	VMULPS HSUMX(DI), Z2, Z10
+	VMULPS Z19, Z2, Z10
 	VMULPS Z11, Z1, Z14
 	VSUBPS Z14, Z10, Z10
 	VDIVPS Z8, Z10, Z10
@@ -1613,28 +1630,35 @@ zmad:
 
 zerrdone:
 	// K1 = 0 < D && error < best.
-	VCMPPS   $1, HBEST(DI), Z12, K1, K1
+	VCMPPS   $1, Z21, Z12, K1, K1
 	KORTESTW K1, K1
 	JZ       znext
-	VMOVUPS  Z12, K1, HBEST(DI)
-	VMOVUPS  Z9, K1, HSCALE(DI)
-	VMOVUPS  Z10, K1, HMN(DI)
-	VMOVUPS  HMN(DI), Z15
-	HALLLO(ZTAKE)
-	HALLLO(ZDIFF)
-	TESTL  $KSHORT, R11
-	JNZ    znext
-	HALLHI(ZTAKE)
-	HALLHI(ZDIFF)
+	KORW     K1, K3, K3
+	VMOVAPS  Z12, K1, Z21
+	VMOVAPS  Z9, K1, Z20
+	VMOVAPS  Z0, K1, Z22
+	VMOVAPS  Z16, K1, Z23
+	VMOVAPS  Z10, K1, Z16
 
 znext:
 	ADDQ   $4, SI
 	DECQ   CX
 	JNZ    zcand
+	// The levels of the lanes that took a candidate, from its iscale and
+	// the mn before it.
+	KORTESTW K3, K3
+	JZ       zout
+	VMOVAPS  Z22, Z0
+	HPAIRSLO(ZRETAKE2)
+	TESTL  $KSHORT, R11
+	JNZ    zout
+	HPAIRSHI(ZRETAKE2)
+
+zout:
 	KALLLO(HOUTROW)
 	KALLHI(HOUTROW)
-	HOUT(KMN, HMN, 0)
-	HOUT(KSCALE, HSCALE, 0)
+	HOUTREG(KMN, Y16, Z16)
+	HOUTREG(KSCALE, Y20, Z20)
 	VZEROUPPER
 	RET
 
