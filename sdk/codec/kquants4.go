@@ -132,7 +132,7 @@ func makeQXQuants32x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 // as int8, group by group, not back into the quads. Its field offsets are
 // spelled out in kquants4_amd64.s.
 type qxHex struct {
-	x, w, wx, cur, L [256]float32
+	x, w, wx, L [256]float32
 }
 
 // qxScratch is the working memory of makeQXQuants32x16, makeQXQuants32x8

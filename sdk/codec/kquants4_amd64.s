@@ -1439,11 +1439,6 @@ odone:
 	VPANDD Z4, R, R; \
 	VPSUBD Z5, R, R
 
-#define ZPACKCLAMP(R1, R2) \
-	VPACKSSDW R2, R1, R1; \
-	VPMAXSW Z6, R1, R1; \
-	VPMINSW Z7, R1, R1
-
 // nearestInt's constants on sixteen lanes: Z3 = 1.5·2^23, Z4 = 0x7FFFFF,
 // Z5 = 0x400000; clobbers DX.
 #define ZNCONSTS \
@@ -1460,12 +1455,6 @@ odone:
 	VSUBPS  MN, R, R; \
 	ZNEARESTI(R, R)
 
-// YCONSTS in Z3-Z7, lo and hi from GPRs LO and HI; clobbers DX.
-#define ZCONSTS(LO, HI) \
-	ZNCONSTS; \
-	VPBROADCASTW LO, Z6; \
-	VPBROADCASTW HI, Z7
-
 // YLEVEL2 for elements off and off+64 of the hex at mn Z16: levels clamped
 // in 32-bit lanes (ZCLAMPF), so each element stays in its group's lane.
 #define ZLEVEL2(off) \
@@ -1478,10 +1467,11 @@ odone:
 	ZSUMS(off, Z8); \
 	ZSUMS(off+64, Z12)
 
-// R = float(min(max(R, 0), hi)) for int32 R, hi in Z7's dwords: what
-// ZPACKCLAMP and the unpacking make, saturating to int16 on the way.
+// R = float(min(max(R, lo), hi)) for int32 R, lo and hi in Z6's and Z7's
+// dwords: what the eight-lane kernels make by saturating to int16,
+// clamping and widening again.
 #define ZCLAMPF(R) \
-	VPMAXSD Z13, R, R; \
+	VPMAXSD Z6, R, R; \
 	VPMINSD Z7, R, R; \
 	VCVTDQ2PS R, R
 
@@ -1574,6 +1564,7 @@ TEXT ·qkx2Search16AVX512(SB), NOSPLIT, $0-48
 	VMOVAPS Z16, Z23
 	KXORW  K3, K3, K3
 	ZNCONSTS
+	VPXORD Z6, Z6, Z6
 	VPBROADCASTD AX, Z7
 	VPXORD Z13, Z13, Z13
 
@@ -1669,8 +1660,7 @@ zout:
 #define PX 0
 #define PW 1024
 #define PWX 2048
-#define PCUR 3072
-#define PL 4096
+#define PL 3072
 
 // Element i (byte offset off in a quad, 4·off in the hex) of field F of the
 // four quads (AX, BX, R10, R12) into the hex's field G.
@@ -1759,21 +1749,14 @@ zout:
 	HEXCOL(Z2, Z6, Z10, Z14, LP, 2); \
 	HEXCOL(Z3, Z7, Z11, Z15, LP, 3);
 
-// OLEVEL2 on sixteen lanes: levels of hex elements off and off+64 at
-// iscale Z0 into DST, adding to the sums Z1 += wx·l and Z2 += (w·l)·l,
-// element off first.
-#define PLEVEL2(off, DST) \
+// OLEVEL2 on sixteen lanes, without keeping the levels: the levels of hex
+// elements off and off+64 at iscale Z0 added to the sums Z1 += wx·l and
+// Z2 += (w·l)·l, element off first.
+#define PSUMS2(off) \
 	ZNEARESTI((PX+off)(DI), Z8); \
-	ZNEARESTI((PX+off+64)(DI), Z9); \
-	ZPACKCLAMP(Z8, Z9); \
-	VPUNPCKHWD Z8, Z8, Z14; \
-	VPUNPCKLWD Z8, Z8, Z8; \
-	VPSRAD $16, Z8, Z8; \
-	VPSRAD $16, Z14, Z14; \
-	VCVTDQ2PS Z8, Z8; \
-	VCVTDQ2PS Z14, Z14; \
-	VMOVUPS Z8, (DST+off)(DI); \
-	VMOVUPS Z14, (DST+off+64)(DI); \
+	ZNEARESTI((PX+off+64)(DI), Z14); \
+	ZCLAMPF(Z8); \
+	ZCLAMPF(Z14); \
 	PSUMS(off, Z8); \
 	PSUMS(off+64, Z14)
 
@@ -1784,20 +1767,25 @@ zout:
 	VMULPS R, Z10, Z10; \
 	VADDPS Z10, Z2, Z2
 
-#define PLEVELS(DST) \
+#define PSUMSALL \
 	VPXORD Z1, Z1, Z1; \
 	VPXORD Z2, Z2, Z2; \
-	PLEVEL2(0, DST); PLEVEL2(128, DST); PLEVEL2(256, DST); PLEVEL2(384, DST); PLEVEL2(512, DST); PLEVEL2(640, DST); PLEVEL2(768, DST); PLEVEL2(896, DST)
+	PSUMS2(0); PSUMS2(128); PSUMS2(256); PSUMS2(384); PSUMS2(512); PSUMS2(640); PSUMS2(768); PSUMS2(896)
 
-// L(off) = cur(off) in the lanes of K1.
-#define PTAKE(off) \
-	VMOVUPS (PCUR+off)(DI), Z8; \
-	VMOVUPS Z8, K1, (PL+off)(DI)
+// The levels of element off at iscale Z0 into L.
+#define PLEVEL(off) \
+	ZNEARESTI((PX+off)(DI), Z8); \
+	ZCLAMPF(Z8); \
+	VMOVUPS Z8, (PL+off)(DI)
 
 // func qxSearch16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 // qxSearch8AVX2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
 // 12-15) at once, with o as the interleaved working copy; the levels plus
 // nmax go to L[:256], group by group, and the scales to scales[:16].
+//
+// A candidate's levels depend on its iscale alone, so the search keeps only
+// the sums: Z22 holds the iscale of each lane's best candidate so far, from
+// which the levels are made once, at the end, by the same operations.
 TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   a+0(FP), AX
 	MOVQ   b+8(FP), BX
@@ -1808,13 +1796,16 @@ TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   n+64(FP), CX
 	// The hex from the quads, Z13 = mx of the sixteen groups.
 	PINALL
+	ZNCONSTS
 	MOVL   lo+72(FP), R8
 	MOVL   hi+76(FP), R9
-	ZCONSTS(R8, R9)
+	VPBROADCASTD R8, Z6
+	VPBROADCASTD R9, Z7
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Z0
 	VDIVPS Z13, Z0, Z0
-	PLEVELS(PL)
+	VMOVAPS Z0, Z22
+	PSUMSALL
 	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
 	VDIVPS Z2, Z1, Z11
 	VPXORD Z10, Z10, Z10
@@ -1828,7 +1819,7 @@ pcand:
 	ADDQ   $4, SI
 	VBROADCASTSS (SI), Z0
 	VDIVPS Z13, Z0, Z0
-	PLEVELS(PCUR)
+	PSUMSALL
 	// K1 = 0 < suml2 && best·suml2 < sumlx·sumlx
 	VMULPS Z1, Z1, Z8
 	VMULPS Z2, Z12, Z9
@@ -1837,18 +1828,20 @@ pcand:
 	VCMPPS $1, Z2, Z10, K1, K1
 	KORTESTW K1, K1
 	JZ     pnext
-	// Accept: scale = sumlx/suml2, best = scale·sumlx, L = cur.
+	// Accept: scale = sumlx/suml2, best = scale·sumlx, iscale.
 	VDIVPS Z2, Z1, Z14
 	VMULPS Z1, Z14, Z15
 	VMOVAPS Z14, K1, Z11
 	VMOVAPS Z15, K1, Z12
-	PALL(PTAKE)
+	VMOVAPS Z0, K1, Z22
 
 pnext:
 	DECQ   CX
 	JNZ    pcand
 
 pdone:
+	VMOVAPS Z22, Z0
+	PALL(PLEVEL)
 	HEXDONE(Z11)
 	VZEROUPPER
 	RET
