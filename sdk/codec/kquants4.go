@@ -102,12 +102,15 @@ func makeQXQuants32x4(x []float32, L []int8, scales []float32) {
 	q.store(zero, 32, L, scales)
 }
 
-// qxOct is qxSearch8AVX2's working copy of two quads' x, w, wx and levels,
-// interleaved: x[8i+g] is element i of group g, groups 4-7 from the second
-// quad. The kernel writes the levels out as int8, group by group (OCTOUT).
-// Its field offsets are spelled out in kquants4_amd64.s.
+// qxOct is the working copy of qxSearch8AVX2 and q3Search8AVX2: two quads'
+// x, w, wx and levels, interleaved: x[8i+g] is element i of group g, groups
+// 4-7 from the second quad, and the eight groups' mx and the search's best
+// error, scale and iscale so far. The kernels write the levels out as int8,
+// group by group (OCTOUT). Its field offsets are spelled out in
+// kquants4_amd64.s.
 type qxOct struct {
-	x, w, wx, cur, L [128]float32
+	x, w, wx, L                 [128]float32
+	mx, best, scale, iscaleBest [8]float32
 }
 
 // makeQXQuants32x8 is makeQXQuants32x4 for eight consecutive groups of 16,

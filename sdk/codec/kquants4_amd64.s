@@ -1220,8 +1220,16 @@ ynext:
 #define OX 0
 #define OW 512
 #define OWX 1024
-#define OCUR 1536
-#define OL 2048
+#define OL 1536
+#define OMX 2048
+#define OBEST 2080
+#define OSCALE 2112
+#define OISCALE 2144
+
+// M for the sixteen elements of the oct.
+#define OALL(M) \
+	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
+	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
 
 // Element i (byte offset off in a quad, 2·off in the oct) of field F of
 // both quads into the oct's field G.
@@ -1293,20 +1301,20 @@ ynext:
 	OCTHALF(0, LP, NMAX); \
 	OCTHALF(1, LP, NMAX)
 
-// Levels of oct elements off and off+32 at iscale Y0 into DST, adding to the
-// sums Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
-#define OLEVEL2(off, DST) \
+// R = float32(clamp(R, lo, hi)) for int32 R, lo and hi in Y6's and Y7's
+// dwords: what saturating to int16, clamping and widening again make.
+#define YCLAMPF(R) \
+	VPMAXSD   Y6, R, R; \
+	VPMINSD   Y7, R, R; \
+	VCVTDQ2PS R, R
+
+// The levels of oct elements off and off+32 at iscale Y0 added to the sums
+// Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
+#define OSUMS2(off) \
 	YNEARESTI((OX+off)(DI), Y8); \
-	YNEARESTI((OX+off+32)(DI), Y9); \
-	YPACKCLAMP(Y8, Y9); \
-	VPUNPCKHWD Y8, Y8, Y14; \
-	VPUNPCKLWD Y8, Y8, Y8; \
-	VPSRAD $16, Y8, Y8; \
-	VPSRAD $16, Y14, Y14; \
-	VCVTDQ2PS Y8, Y8; \
-	VCVTDQ2PS Y14, Y14; \
-	VMOVUPS Y8, (DST+off)(DI); \
-	VMOVUPS Y14, (DST+off+32)(DI); \
+	YNEARESTI((OX+off+32)(DI), Y14); \
+	YCLAMPF(Y8); \
+	YCLAMPF(Y14); \
 	OSUMS(off, Y8); \
 	OSUMS(off+32, Y14)
 
@@ -1317,18 +1325,80 @@ ynext:
 	VMULPS R, Y10, Y10; \
 	VADDPS Y10, Y2, Y2
 
-#define OLEVELS(DST) \
+#define OSUMSALL \
 	VXORPS Y1, Y1, Y1; \
 	VXORPS Y2, Y2, Y2; \
-	OLEVEL2(0, DST); OLEVEL2(64, DST); OLEVEL2(128, DST); OLEVEL2(192, DST); OLEVEL2(256, DST); OLEVEL2(320, DST); OLEVEL2(384, DST); OLEVEL2(448, DST)
+	OSUMS2(0); OSUMS2(64); OSUMS2(128); OSUMS2(192); OSUMS2(256); OSUMS2(320); OSUMS2(384); OSUMS2(448)
 
-// L(off) = cur(off) in the lanes of mask Y9.
-#define OTAKE(off) \
-	YSELECT((OL+off)(DI), (OCUR+off)(DI), Y9, Y10, Y8)
+// The levels of element off at iscale Y0 into L.
+#define OLEVEL(off) \
+	YNEARESTI((OX+off)(DI), Y8); \
+	YCLAMPF(Y8); \
+	VMOVUPS Y8, (OL+off)(DI)
+
+// YNEARESTI at iscale S.
+#define YNEARESTIS(A, S, R) \
+	VMULPS A, S, R; \
+	VADDPS Y3, R, R; \
+	VPAND  Y4, R, R; \
+	VPSUBD Y5, R, R
+
+// Element off's levels at two candidates' iscales, Y0 and Y11, added to
+// their sums: Y1 += wx·l and Y2 += (w·l)·l for the first, Y12 and Y13 for
+// the second; OSUMS's operations for each.
+#define OSUMSDUO(off) \
+	YNEARESTIS((OX+off)(DI), Y0, Y8); \
+	YNEARESTIS((OX+off)(DI), Y11, Y14); \
+	YCLAMPF(Y8); \
+	YCLAMPF(Y14); \
+	VMULPS (OWX+off)(DI), Y8, Y9; \
+	VADDPS Y9, Y1, Y1; \
+	VMULPS (OW+off)(DI), Y8, Y10; \
+	VMULPS Y8, Y10, Y10; \
+	VADDPS Y10, Y2, Y2; \
+	VMULPS (OWX+off)(DI), Y14, Y9; \
+	VADDPS Y9, Y12, Y12; \
+	VMULPS (OW+off)(DI), Y14, Y10; \
+	VMULPS Y14, Y10, Y10; \
+	VADDPS Y10, Y13, Y13
+
+// OTRY(S, LX, L2, skip): the candidate of iscale S, with sumlx LX and suml2
+// L2, taken in the lanes where 0 < suml2 && best·suml2 < sumlx·sumlx:
+// scale = sumlx/suml2, best = scale·sumlx, and its iscale kept (OBEST,
+// OSCALE and OISCALE in the oct). Clobbers Y8-Y10, Y14 and Y15.
+#define OTRY(S, LX, L2, skip) \
+	VMULPS    LX, LX, Y8; \
+	VMOVUPS   OBEST(DI), Y15; \
+	VMULPS    L2, Y15, Y9; \
+	VCMPPS    $1, Y8, Y9, Y9; \
+	VXORPS    Y10, Y10, Y10; \
+	VCMPPS    $1, L2, Y10, Y10; \
+	VANDPS    Y10, Y9, Y9; \
+	VMOVMSKPS Y9, DX; \
+	TESTL     DX, DX; \
+	JZ        skip; \
+	VDIVPS    L2, LX, Y14; \
+	VMULPS    LX, Y14, Y8; \
+	VBLENDVPS Y9, Y8, Y15, Y15; \
+	VMOVUPS   Y15, OBEST(DI); \
+	VMOVUPS   OSCALE(DI), Y10; \
+	VBLENDVPS Y9, Y14, Y10, Y10; \
+	VMOVUPS   Y10, OSCALE(DI); \
+	VMOVUPS   OISCALE(DI), Y10; \
+	VBLENDVPS Y9, S, Y10, Y10; \
+	VMOVUPS   Y10, OISCALE(DI); \
+skip:
 
 // func qxSearch8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, num *float32, n int, lo, hi, nmax int32)
 // qxSearch4SSE2 for the groups of a (lanes 0-3) and b (lanes 4-7) at once,
 // with o as the interleaved working copy.
+//
+// As qxSearch16AVX512, it keeps only each candidate's sums and the iscale
+// of each lane's best so far, and makes the levels from it at the end. A
+// candidate's sums do not depend on which candidates were taken before it,
+// so it sums two candidates at once, in one pass over the elements (two
+// chains of additions instead of one: the additions' latency bounds a
+// pass), and tries them in order.
 TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-68
 	MOVQ   a+0(FP), AX
 	MOVQ   b+8(FP), BX
@@ -1337,69 +1407,61 @@ TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-68
 	MOVQ   n+48(FP), CX
 	// The oct from the quads, Y13 = mx of the eight groups.
 	OINALL
+	VMOVUPS Y13, OMX(DI)
 	MOVL   lo+56(FP), R8
 	MOVL   hi+60(FP), R9
-	YCONSTS(R8, R9)
+	YNCONSTS
+	MOVL   R8, X6
+	VPBROADCASTD X6, Y6
+	MOVL   R9, X7
+	VPBROADCASTD X7, Y7
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Y0
 	VDIVPS Y13, Y0, Y0
-	OLEVELS(OL)
+	VMOVUPS Y0, OISCALE(DI)
+	OSUMSALL
 	// scale = suml2 != 0 ? sumlx/suml2 : 0; best = scale·sumlx.
 	VDIVPS Y2, Y1, Y11
 	VXORPS Y10, Y10, Y10
 	VCMPPS $4, Y10, Y2, Y9
 	VANDPS Y9, Y11, Y11
 	VMULPS Y1, Y11, Y12
+	VMOVUPS Y11, OSCALE(DI)
+	VMOVUPS Y12, OBEST(DI)
 	DECQ   CX
 	JLE    odone
 
 ocand:
+	CMPQ   CX, $2
+	JLT    osingle
+	VBROADCASTSS 4(SI), Y0
+	VDIVPS OMX(DI), Y0, Y0
+	VBROADCASTSS 8(SI), Y11
+	VDIVPS OMX(DI), Y11, Y11
+	ADDQ   $8, SI
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	OALL(OSUMSDUO)
+	OTRY(Y0, Y1, Y2, ofirst)
+	OTRY(Y11, Y12, Y13, osecond)
+	SUBQ   $2, CX
+	JNZ    ocand
+	JMP    odone
+
+osingle:
 	ADDQ   $4, SI
 	VBROADCASTSS (SI), Y0
-	VDIVPS Y13, Y0, Y0
-	OLEVELS(OCUR)
-	// mask = 0 < suml2 && best·suml2 < sumlx·sumlx
-	VMULPS Y1, Y1, Y8
-	VMULPS Y2, Y12, Y9
-	VCMPPS $1, Y8, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VCMPPS $1, Y2, Y10, Y10
-	VANDPS Y10, Y9, Y9
-	VMOVMSKPS Y9, DX
-	TESTL  DX, DX
-	JZ     onext
-	// Accept: scale = sumlx/suml2, best = scale·sumlx, L = cur.
-	VDIVPS Y2, Y1, Y14
-	VMULPS Y1, Y14, Y15
-	VXORPS Y11, Y14, Y14
-	VANDPS Y9, Y14, Y14
-	VXORPS Y14, Y11, Y11
-	VXORPS Y12, Y15, Y15
-	VANDPS Y9, Y15, Y15
-	VXORPS Y15, Y12, Y12
-	OTAKE(0)
-	OTAKE(32)
-	OTAKE(64)
-	OTAKE(96)
-	OTAKE(128)
-	OTAKE(160)
-	OTAKE(192)
-	OTAKE(224)
-	OTAKE(256)
-	OTAKE(288)
-	OTAKE(320)
-	OTAKE(352)
-	OTAKE(384)
-	OTAKE(416)
-	OTAKE(448)
-	OTAKE(480)
-
-onext:
-	DECQ   CX
-	JNZ    ocand
+	VDIVPS OMX(DI), Y0, Y0
+	OSUMSALL
+	OTRY(Y0, Y1, Y2, oonly)
 
 odone:
+	VMOVUPS OISCALE(DI), Y0
+	OALL(OLEVEL)
 	MOVQ    scales+32(FP), R8
+	VMOVUPS OSCALE(DI), Y11
 	VMOVUPS Y11, (R8)
 	MOVQ    L+24(FP), R8
 	MOVL    nmax+64(FP), R9
@@ -2308,11 +2370,6 @@ q3final:
 	VMOVUPS   Y8, (OL+off)(DI); \
 	VBLENDVPS Y0, Y10, Y1, Y1; \
 	VBLENDVPS Y0, Y15, Y2, Y2
-
-// M for the sixteen elements of the oct.
-#define OALL(M) \
-	M(0); M(32); M(64); M(96); M(128); M(160); M(192); M(224); \
-	M(256); M(288); M(320); M(352); M(384); M(416); M(448); M(480)
 
 // func q3Search8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
 // q3Search8SSE2 for the groups of a and b in the eight lanes of AVX2
