@@ -293,6 +293,7 @@ func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 type qkx2Oct struct {
 	x, w, xm, cur, L                         [256]float32
 	mn, mx, sumW, sumX, scale, best, mnStart [8]float32
+	iscaleBest, mnBest, took                 [8]float32
 }
 
 // k4Search8 is the per-32 search of q4_K and q5_K for the eight groups of

@@ -669,6 +669,9 @@ final8:
 #define KSCALE 5248
 #define KBEST 5280
 #define KMNSTART 5312
+#define KISCALE 5344
+#define KMNBEST 5376
+#define KTOOK 5408
 
 // Levels of elements off and off+32 at iscale X0 into cur, adding to the
 // sums X1 += w·l, X2 += (w·l)·l and X11 += (w·l)·x, element off first.
@@ -1035,6 +1038,13 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VPAND  Y4, R, R; \
 	VPSUBD Y5, R, R
 
+// R = float32(clamp(R, lo, hi)) for int32 R, lo and hi in Y6's and Y7's
+// dwords: what saturating to int16, clamping and widening again make.
+#define YCLAMPF(R) \
+	VPMAXSD   Y6, R, R; \
+	VPMINSD   Y7, R, R; \
+	VCVTDQ2PS R, R
+
 #define YPACKCLAMP(R1, R2) \
 	VPACKSSDW R2, R1, R1; \
 	VPMAXSW Y6, R1, R1; \
@@ -1069,21 +1079,38 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	MOVL   HI, X7; \
 	VPBROADCASTW X7, Y7
 
-// Levels of elements off and off+32; see KLEVEL2. VPACKSSDW and
-// VPUNPCK[LH]WD both work within 128-bit lanes, so the unpacking restores
-// each element's group order.
+// Levels of elements off and off+32 at mn Y15; see KLEVEL2. They are
+// clamped in 32-bit lanes (YCLAMPF), the same levels as KLEVEL2's.
 #define YLEVEL2(off) \
-	YNEARESTI((KXM+off)(DI), Y8); \
-	YNEARESTI((KXM+off+32)(DI), Y9); \
-	YPACKCLAMP(Y8, Y9); \
-	VPUNPCKHWD Y6, Y8, Y12; \
-	VPUNPCKLWD Y6, Y8, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VCVTDQ2PS Y12, Y12; \
+	YXMNEAR(off, Y8); \
+	YXMNEAR(off+32, Y12); \
+	YCLAMPF(Y8); \
+	YCLAMPF(Y12); \
 	VMOVUPS Y8, (KCUR+off)(DI); \
 	VMOVUPS Y12, (KCUR+off+32)(DI); \
 	YSUMS(off, Y8); \
 	YSUMS(off+32, Y12)
+
+// YNEARESTI of element off of x less Y15, into R.
+#define YXMNEAR(off, R) \
+	VMOVUPS (KX+off)(DI), R; \
+	VSUBPS  Y15, R, R; \
+	YNEARESTI(R, R)
+
+// A lane's levels at the candidate it took last: elements off and off+32 at
+// iscale Y0 from x less Y15, as YLEVEL2 made them, into L in the lanes of
+// Y13.
+#define YRETAKE2(off) \
+	YXMNEAR(off, Y8); \
+	YXMNEAR(off+32, Y12); \
+	YCLAMPF(Y8); \
+	YCLAMPF(Y12); \
+	VMOVUPS (KL+off)(DI), Y9; \
+	VMOVUPS (KL+off+32)(DI), Y10; \
+	VBLENDVPS Y13, Y8, Y9, Y8; \
+	VBLENDVPS Y13, Y12, Y10, Y12; \
+	VMOVUPS Y8, (KL+off)(DI); \
+	VMOVUPS Y12, (KL+off+32)(DI)
 
 #define YSUMS(off, R) \
 	VMULPS (KW+off)(DI), R, Y9; \
@@ -1106,14 +1133,6 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 #define YERR(off) YERRF(off, YSQUARE)
 #define YERRMAD(off) YERRF(off, YABS)
 
-#define YTAKE(off) \
-	YSELECT((KL+off)(DI), (KCUR+off)(DI), Y13, Y8, Y14)
-
-#define YDIFF(off) \
-	VMOVUPS (KX+off)(DI), Y8; \
-	VSUBPS Y15, Y8, Y8; \
-	VMOVUPS Y8, (KXM+off)(DI)
-
 #define YBLEND(off, R, T) \
 	VMOVUPS off(DI), T; \
 	VXORPS T, R, R; \
@@ -1123,19 +1142,29 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 
 // func qkx2Search8AVX2(s *qkx2Oct, num *float32, n int, hi, flags int32)
 // qkx2Search4SSE2 for the eight groups. n ≥ 1.
+//
+// As qkx2Search16AVX512, it makes x - mn as it goes, and a candidate a lane
+// takes does not copy its levels: the lane keeps the candidate's iscale
+// (KISCALE) and the mn its levels were made from (KMNBEST), KTOOK marks the
+// lanes that took one, and the levels are made again from those once, at
+// the end.
 TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-32
 	MOVQ   s+0(FP), DI
 	MOVQ   num+8(FP), SI
 	MOVQ   n+16(FP), CX
 	MOVL   flags+28(FP), R11
 	MOVL   hi+24(FP), AX
-	XORL   BX, BX
-	YCONSTS(BX, AX)
+	YNCONSTS
+	VPXOR  Y6, Y6, Y6
+	MOVL   AX, X7
+	VPBROADCASTD X7, Y7
+	VMOVUPS Y6, KTOOK(DI)
 
 ycand:
 	VBROADCASTSS (SI), Y0
+	VMOVUPS KMN(DI), Y15
 	VMOVUPS KMX(DI), Y8
-	VSUBPS KMN(DI), Y8, Y8
+	VSUBPS Y15, Y8, Y8
 	VDIVPS Y8, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1196,20 +1225,34 @@ yerrdone:
 	VMOVMSKPS Y13, AX
 	TESTL  AX, AX
 	JZ     ynext
+	VMOVUPS KTOOK(DI), Y14
+	VORPS  Y13, Y14, Y14
+	VMOVUPS Y14, KTOOK(DI)
+	YBLEND(KISCALE, Y0, Y8)
+	VMOVUPS KMN(DI), Y14
+	YBLEND(KMNBEST, Y14, Y8)
 	YBLEND(KBEST, Y12, Y8)
 	YBLEND(KSCALE, Y9, Y8)
 	YBLEND(KMN, Y10, Y15)
-	KALLLO(YTAKE)
-	KALLLO(YDIFF)
-	TESTL  $KSHORT, R11
-	JNZ    ynext
-	KALLHI(YTAKE)
-	KALLHI(YDIFF)
 
 ynext:
 	ADDQ   $4, SI
 	DECQ   CX
 	JNZ    ycand
+	// The levels of the lanes that took a candidate, from its iscale and
+	// the mn before it.
+	VMOVUPS KTOOK(DI), Y13
+	VMOVMSKPS Y13, AX
+	TESTL  AX, AX
+	JZ     ydone
+	VMOVUPS KISCALE(DI), Y0
+	VMOVUPS KMNBEST(DI), Y15
+	KPAIRSLO(YRETAKE2)
+	TESTL  $KSHORT, R11
+	JNZ    ydone
+	KPAIRSHI(YRETAKE2)
+
+ydone:
 	VZEROUPPER
 	RET
 
@@ -1300,13 +1343,6 @@ ynext:
 	VPBROADCASTD X15, Y15; \
 	OCTHALF(0, LP, NMAX); \
 	OCTHALF(1, LP, NMAX)
-
-// R = float32(clamp(R, lo, hi)) for int32 R, lo and hi in Y6's and Y7's
-// dwords: what saturating to int16, clamping and widening again make.
-#define YCLAMPF(R) \
-	VPMAXSD   Y6, R, R; \
-	VPMINSD   Y7, R, R; \
-	VCVTDQ2PS R, R
 
 // The levels of oct elements off and off+32 at iscale Y0 added to the sums
 // Y1 += wx·l and Y2 += (w·l)·l, element off first; see LEVEL2.
