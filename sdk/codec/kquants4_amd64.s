@@ -740,11 +740,6 @@ final8:
 	XORPS  R, T; \
 	MOVUPS T, off(DI)
 
-// M for the pairs of elements (0, 1), (2, 3) … (30, 31).
-#define KPAIRS(M) \
-	KPAIRSLO(M); \
-	KPAIRSHI(M)
-
 // The pairs of the first 16 elements, and of the last 16.
 #define KPAIRSLO(M) \
 	M(0); M(64); M(128); M(192); M(256); M(320); M(384); M(448)
@@ -1031,12 +1026,14 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 // AVX2: the search for the eight groups at once, as qkx2Search4SSE2 does
 // for four.
 
-// NEARESTI, PACKCLAMP and SELECT on eight lanes (Y0, Y3-Y7 as X0, X3-X7).
-#define YNEARESTI(A, R) \
-	VMULPS A, Y0, R; \
+// NEARESTI on eight lanes at iscale S (Y3-Y5 as X3-X5), and at Y0.
+#define YNEARESTIS(A, S, R) \
+	VMULPS A, S, R; \
 	VADDPS Y3, R, R; \
 	VPAND  Y4, R, R; \
 	VPSUBD Y5, R, R
+
+#define YNEARESTI(A, R) YNEARESTIS(A, Y0, R)
 
 // R = float32(clamp(R, lo, hi)) for int32 R, lo and hi in Y6's and Y7's
 // dwords: what saturating to int16, clamping and widening again make.
@@ -1044,18 +1041,6 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	VPMAXSD   Y6, R, R; \
 	VPMINSD   Y7, R, R; \
 	VCVTDQ2PS R, R
-
-#define YPACKCLAMP(R1, R2) \
-	VPACKSSDW R2, R1, R1; \
-	VPMAXSW Y6, R1, R1; \
-	VPMINSW Y7, R1, R1
-
-#define YSELECT(D, S, M, T, U) \
-	VMOVUPS D, T; \
-	VXORPS S, T, U; \
-	VANDPS M, U, U; \
-	VXORPS U, T, T; \
-	VMOVUPS T, D
 
 // nearestInt's constants on eight lanes: Y3 = 1.5·2^23, Y4 = 0x7FFFFF,
 // Y5 = 0x400000; clobbers DX.
@@ -1069,15 +1054,6 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 	MOVL   $0x00400000, DX; \
 	MOVL   DX, X5; \
 	VPBROADCASTD X5, Y5
-
-// The constants of YNEARESTI and YPACKCLAMP, lo and hi from GPRs LO and HI;
-// clobbers DX.
-#define YCONSTS(LO, HI) \
-	YNCONSTS; \
-	MOVL   LO, X6; \
-	VPBROADCASTW X6, Y6; \
-	MOVL   HI, X7; \
-	VPBROADCASTW X7, Y7
 
 // Levels of elements off and off+32 at mn Y15; see KLEVEL2. They are
 // clamped in 32-bit lanes (YCLAMPF), the same levels as KLEVEL2's.
@@ -1372,13 +1348,6 @@ ydone:
 	YCLAMPF(Y8); \
 	VMOVUPS Y8, (OL+off)(DI)
 
-// YNEARESTI at iscale S.
-#define YNEARESTIS(A, S, R) \
-	VMULPS A, S, R; \
-	VADDPS Y3, R, R; \
-	VPAND  Y4, R, R; \
-	VPSUBD Y5, R, R
-
 // Element off's levels at two candidates' iscales, Y0 and Y11, added to
 // their sums: Y1 += wx·l and Y2 += (w·l)·l for the first, Y12 and Y13 for
 // the second; OSUMS's operations for each.
@@ -1530,7 +1499,7 @@ odone:
 	M(1024); M(1088); M(1152); M(1216); M(1280); M(1344); M(1408); M(1472); \
 	M(1536); M(1600); M(1664); M(1728); M(1792); M(1856); M(1920); M(1984)
 
-// YNEARESTI and YPACKCLAMP on sixteen lanes (Z0, Z3-Z7).
+// YNEARESTI on sixteen lanes (Z0, Z3-Z5).
 #define ZNEARESTI(A, R) \
 	VMULPS A, Z0, R; \
 	VADDPS Z3, R, R; \
@@ -1847,9 +1816,9 @@ zout:
 	HEXCOL(Z2, Z6, Z10, Z14, LP, 2); \
 	HEXCOL(Z3, Z7, Z11, Z15, LP, 3);
 
-// OLEVEL2 on sixteen lanes, without keeping the levels: the levels of hex
-// elements off and off+64 at iscale Z0 added to the sums Z1 += wx·l and
-// Z2 += (w·l)·l, element off first.
+// OSUMS2 on sixteen lanes: the levels of hex elements off and off+64 at
+// iscale Z0 added to the sums Z1 += wx·l and Z2 += (w·l)·l, element off
+// first.
 #define PSUMS2(off) \
 	ZNEARESTI((PX+off)(DI), Z8); \
 	ZNEARESTI((PX+off+64)(DI), Z14); \
