@@ -249,6 +249,13 @@ func qkx2Start8AVX2(s *qkx2Oct, x *float32, nmax int32)
 //go:noescape
 func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
 
+// q3Search4x16AVX512 is q3Search16AVX512 for four super-blocks at once,
+// each with its quads and working copy in a qxScratch of s, writing the
+// levels to L and the scales to scales.
+//
+//go:noescape
+func q3Search4x16AVX512(s *[4]qxScratch, L *[4][256]int8, scales *[4][16]float32, start float32, rounds int, lo, hi, nmax int32)
+
 // q3Search8AVX2 is q3Search8SSE2 in the eight lanes of AVX2 vectors, with o
 // as the interleaved working copy; it writes the levels plus nmax to
 // L[:128], group by group, and the scales to scales[:8].

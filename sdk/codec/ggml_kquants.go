@@ -447,49 +447,63 @@ func decodeQ2_K(dst []float32, src []byte) {
 // ---- q3_K ----
 
 func encodeQ3_K(dst []byte, src []float32) {
-	var L [256]int8
-	var scales [16]float32
-	var qs qxScratch
+	var L [4][256]int8
+	var scales [4][16]float32
+	var qs [4]qxScratch
+	for len(src) >= 1024 && len(dst) >= 440 {
+		makeQ3Quants4x16x4(src[:1024], &L, &scales, &qs)
+		for k := range 4 {
+			packQ3Block(dst[110*k:110*k+110], src[256*k:256*k+256], &L[k], &scales[k])
+		}
+		src, dst = src[1024:], dst[440:]
+	}
 	for len(src) >= 256 && len(dst) >= 110 {
-		x := src[:256]
-		y := dst[:110]
-		var maxScale, amax float32
-		makeQ3Quants4x16(x, L[:], scales[:], &qs)
-		for _, s := range scales {
-			if a := fabs(s); a > amax {
-				amax, maxScale = a, s
-			}
-		}
-		sc := y[96:108]
-		clear(sc)
-		if maxScale != 0 {
-			iscale := -32 / maxScale
-			for j := range 16 {
-				l := int8(nearestInt(float32(iscale * scales[j])))
-				l = int8(clampI32(int32(l), -32, 31) + 32)
-				if j < 8 {
-					sc[j] = uint8(l) & 0xf
-				} else {
-					sc[j-8] |= (uint8(l) & 0xf) << 4
-				}
-				l >>= 4
-				sc[j%4+8] |= uint8(l) << (2 * (j / 4))
-			}
-			putF16(y[108:], 1/iscale)
-		} else {
-			putF16(y[108:], 0)
-		}
-		dAll := getF16(y[108:])
-		for j := range 16 {
-			d := float32(dAll * float32(q3Scale(sc, j)))
-			if d == 0 {
-				continue
-			}
-			divRound(L[16*j:16*j+16], x[16*j:16*j+16], 0, d, -4, 3, 4)
-		}
-		packQ3(y[:96], &L)
+		makeQ3Quants4x16(src[:256], L[0][:], scales[0][:], &qs[0])
+		packQ3Block(dst[:110], src[:256], &L[0], &scales[0])
 		src, dst = src[256:], dst[110:]
 	}
+}
+
+// packQ3Block writes the q3_K block y[:110] of the super-block x from its
+// groups' levels L and scales, as the search left them: the scales
+// quantized to six bits against the largest, then every group's levels
+// made again against its quantized scale.
+func packQ3Block(y []byte, x []float32, L *[256]int8, scales *[16]float32) {
+	y, x = y[:110], x[:256]
+	var maxScale, amax float32
+	for _, s := range scales {
+		if a := fabs(s); a > amax {
+			amax, maxScale = a, s
+		}
+	}
+	sc := y[96:108]
+	clear(sc)
+	if maxScale != 0 {
+		iscale := -32 / maxScale
+		for j := range 16 {
+			l := int8(nearestInt(float32(iscale * scales[j])))
+			l = int8(clampI32(int32(l), -32, 31) + 32)
+			if j < 8 {
+				sc[j] = uint8(l) & 0xf
+			} else {
+				sc[j-8] |= (uint8(l) & 0xf) << 4
+			}
+			l >>= 4
+			sc[j%4+8] |= uint8(l) << (2 * (j / 4))
+		}
+		putF16(y[108:], 1/iscale)
+	} else {
+		putF16(y[108:], 0)
+	}
+	dAll := getF16(y[108:])
+	for j := range 16 {
+		d := float32(dAll * float32(q3Scale(sc, j)))
+		if d == 0 {
+			continue
+		}
+		divRound(L[16*j:16*j+16], x[16*j:16*j+16], 0, d, -4, 3, 4)
+	}
+	packQ3(y[:96], L)
 }
 
 // packQ3 writes hmask (y[:32]) and qs (y[32:96]) of q3_K from the levels

@@ -282,6 +282,28 @@ func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	clearZeroGroups(zero[:], L, scales)
 }
 
+// makeQ3Quants4x16x4 is makeQ3Quants4x16 for the four super-blocks of x,
+// with s as their working memory: where the CPU has AVX-512, one kernel
+// that runs the four searches at once, so that their chains of dependent
+// operations overlap (TestQ3Quants4x16x4MatchesScalar).
+func makeQ3Quants4x16x4(x []float32, L *[4][256]int8, scales *[4][16]float32, s *[4]qxScratch) {
+	x = x[:1024]
+	if !useAVX512 {
+		for k := range 4 {
+			makeQ3Quants4x16(x[256*k:], L[k][:], scales[k][:], &s[k])
+		}
+		return
+	}
+	var zero [4][4][4]bool
+	for k := range 4 {
+		zero[k] = s[k].load(x[256*k:])
+	}
+	q3Search4x16AVX512(s, L, scales, -4, 5, -4, 3, 4)
+	for k := range 4 {
+		clearZeroGroups(zero[k][:], L[k][:], scales[k][:])
+	}
+}
+
 // qkx2Oct is the transposed input, state and output of the kernels of
 // makeQKX2's search for eight groups: q4_K's and q5_K's eight groups of 32
 // (a super-block), or eight of q2_K's groups of 16 (half of one, in the

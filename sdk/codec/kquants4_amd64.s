@@ -2209,60 +2209,118 @@ k4guess:
 	VPMINSD   Z7, R, R; \
 	VCVTDQ2PS R, R
 
-// The first levels of hex element off at iscale Z20, adding wx·l to Z1 and
-// (w·l)·l to Z2.
-#define Q3LEVEL(off) \
-	VMOVUPS (PX+off)(DI), Z8; \
-	VMULPS  Z20, Z8, Z8; \
+// The first levels of element off of the hex at B at iscale IS, adding wx·l
+// to S1 and (w·l)·l to S2.
+#define Q3LEVELX(B, off, IS, S1, S2) \
+	VMOVUPS (PX+off)(B), Z8; \
+	VMULPS  IS, Z8, Z8; \
 	Q3ROUND(Z8); \
-	VMOVUPS Z8, (PL+off)(DI); \
-	VMOVUPS (PWX+off)(DI), Z9; \
+	VMOVUPS Z8, (PL+off)(B); \
+	VMOVUPS (PWX+off)(B), Z9; \
 	VMULPS  Z8, Z9, Z9; \
-	VADDPS  Z9, Z1, Z1; \
-	VMOVUPS (PW+off)(DI), Z10; \
+	VADDPS  Z9, S1, S1; \
+	VMOVUPS (PW+off)(B), Z10; \
 	VMULPS  Z8, Z10, Z10; \
 	VMULPS  Z8, Z10, Z10; \
-	VADDPS  Z10, Z2, Z2
+	VADDPS  Z10, S2, S2
 
-// One greedy step for hex element off: without its level, slx and sl2;
-// where 0 < slx the new level nearestInt(x·sl2/slx), clamped, taken (level,
-// sumlx, suml2) in the lanes K1 where it differs, 0 < sl2' and
-// sumlx²·sl2' < slx'²·suml2; K3 collects the lanes that took one.
-#define Q3GREEDY(off) \
-	VMOVUPS   (PL+off)(DI), Z8; \
-	VMOVUPS   (PWX+off)(DI), Z9; \
+#define Q3LEVEL(off) Q3LEVELX(DI, off, Z20, Z1, Z2)
+
+// One greedy step for element off of the hex at B, sums sumlx in S1 and
+// suml2 in S2: without its level, slx and sl2; where 0 < slx the new level
+// nearestInt(x·sl2/slx), clamped, taken (level, sumlx, suml2) in the lanes
+// KM where it differs, 0 < sl2' and sumlx²·sl2' < slx'²·suml2; KC collects
+// the lanes that took one. Clobbers Z8-Z12, Z14 and Z16.
+#define Q3GREEDYX(B, off, S1, S2, KM, KC) \
+	VMOVUPS   (PL+off)(B), Z8; \
+	VMOVUPS   (PWX+off)(B), Z9; \
 	VMULPS    Z8, Z9, Z9; \
-	VMOVAPS   Z1, Z10; \
+	VMOVAPS   S1, Z10; \
 	VSUBPS    Z9, Z10, Z10; \
 	VPXORD    Z11, Z11, Z11; \
-	VCMPPS    $1, Z10, Z11, K1; \
-	VMOVUPS   (PW+off)(DI), Z12; \
+	VCMPPS    $1, Z10, Z11, KM; \
+	VMOVUPS   (PW+off)(B), Z12; \
 	VMULPS    Z8, Z12, Z12; \
 	VMULPS    Z8, Z12, Z12; \
-	VMOVAPS   Z2, Z16; \
+	VMOVAPS   S2, Z16; \
 	VSUBPS    Z12, Z16, Z16; \
-	VMOVUPS   (PX+off)(DI), Z14; \
+	VMOVUPS   (PX+off)(B), Z14; \
 	VMULPS    Z16, Z14, Z14; \
 	VDIVPS    Z10, Z14, Z14; \
 	Q3ROUND(Z14); \
-	VCMPPS    $4, Z8, Z14, K1, K1; \
-	VMOVUPS   (PWX+off)(DI), Z9; \
+	VCMPPS    $4, Z8, Z14, KM, KM; \
+	VMOVUPS   (PWX+off)(B), Z9; \
 	VMULPS    Z14, Z9, Z9; \
 	VADDPS    Z9, Z10, Z10; \
-	VMOVUPS   (PW+off)(DI), Z12; \
+	VMOVUPS   (PW+off)(B), Z12; \
 	VMULPS    Z14, Z12, Z12; \
 	VMULPS    Z14, Z12, Z12; \
 	VADDPS    Z12, Z16, Z16; \
-	VCMPPS    $1, Z16, Z11, K1, K1; \
+	VCMPPS    $1, Z16, Z11, KM, KM; \
 	VMULPS    Z10, Z10, Z9; \
-	VMULPS    Z2, Z9, Z9; \
-	VMULPS    Z1, Z1, Z12; \
+	VMULPS    S2, Z9, Z9; \
+	VMULPS    S1, S1, Z12; \
 	VMULPS    Z16, Z12, Z12; \
-	VCMPPS    $1, Z9, Z12, K1, K1; \
-	KORW      K1, K3, K3; \
-	VMOVUPS   Z14, K1, (PL+off)(DI); \
-	VMOVAPS   Z10, K1, Z1; \
-	VMOVAPS   Z16, K1, Z2
+	VCMPPS    $1, Z9, Z12, KM, KM; \
+	KORW      KM, KC, KC; \
+	VMOVUPS   Z14, KM, (PL+off)(B); \
+	VMOVAPS   Z10, KM, S1; \
+	VMOVAPS   Z16, KM, S2
+
+#define Q3GREEDY(off) Q3GREEDYX(DI, off, Z1, Z2, K1, K3)
+
+// The step of four searches at once, the hexes at DI, R13, R14 and R11
+// (sums Z1, Z2; Z17, Z18; Z19, Z22; Z23, Z24; the lanes that took a level
+// collected in K3, K4, K6, K7). Their chains of dependent operations, one
+// per element of a group, are independent of each other, and overlap.
+#define Q3GREEDY4(off) \
+	Q3GREEDYX(DI, off, Z1, Z2, K1, K3); \
+	Q3GREEDYX(R13, off, Z17, Z18, K1, K4); \
+	Q3GREEDYX(R14, off, Z19, Z22, K1, K6); \
+	Q3GREEDYX(R11, off, Z23, Z24, K1, K7)
+
+// The quads of a qxScratch (QUADS bytes apart), its hex (QXHEX) and its size
+// (QXSCRATCH); see TestQxScratchLayout.
+#define QUADS 1328
+#define QXHEX 5312
+#define QXSCRATCH 11584
+
+// Q3START(B, S1, S2): the hex at B (and DI) from the quads of the qxScratch
+// whose address is in AX (PINALL), iscale = start/mx in Z20 (start in Z15),
+// and the first levels with their sums in S1 and S2; AX then steps back to
+// the qxScratch before. Needs ZNCONSTS and lo, hi in Z6, Z7.
+#define Q3START(B, S1, S2) \
+	LEAQ    QUADS(AX), BX; \
+	LEAQ    (2*QUADS)(AX), R10; \
+	LEAQ    (3*QUADS)(AX), R12; \
+	LEAQ    QXHEX(AX), B; \
+	MOVQ    B, DI; \
+	PINALL; \
+	VDIVPS  Z13, Z15, Z20; \
+	VPXORD  Z1, Z1, Z1; \
+	VPXORD  Z2, Z2, Z2; \
+	PALL(Q3LEVEL); \
+	VMOVAPS Z1, S1; \
+	VMOVAPS Z2, S2; \
+	SUBQ    $QXSCRATCH, AX
+
+// R = 0 < S2 ? S1/S2 : 0, the scale of sums S1 and S2.
+#define Q3SCALE(S1, S2, R) \
+	VDIVPS    S2, S1, R; \
+	VPXORD    Z10, Z10, Z10; \
+	VCMPPS    $1, S2, Z10, K5; \
+	VMOVAPS.Z R, K5, R
+
+// The scale of sums S1 and S2 to OFF(R8).
+#define Q3SCALEOUT(S1, S2, OFF) \
+	Q3SCALE(S1, S2, Z9); \
+	VMOVUPS Z9, OFF(R8)
+
+// The levels of the hex at B plus R9 to OFF(SI) (HEXOUT).
+#define Q3LEVELSOUT(B, OFF) \
+	MOVQ B, DI; \
+	LEAQ OFF(SI), R8; \
+	HEXOUT(R8, R9)
 
 // func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
 // q3Search8SSE2 for the groups of a, b, c and d (lanes 0-3, 4-7, 8-11,
@@ -2300,12 +2358,63 @@ q3round:
 	JNZ      q3round
 
 q3final:
-	// scale = 0 < suml2 ? sumlx/suml2 : 0.
-	VDIVPS    Z2, Z1, Z9
-	VPXORD    Z10, Z10, Z10
-	VCMPPS    $1, Z2, Z10, K2
-	VMOVAPS.Z Z9, K2, Z9
+	Q3SCALE(Z1, Z2, Z9)
 	HEXDONE(Z9)
+	VZEROUPPER
+	RET
+
+// func q3Search4x16AVX512(s *[4]qxScratch, L *[4][256]int8, scales *[4][16]float32, start float32, rounds int, lo, hi, nmax int32)
+// q3Search16AVX512 for four super-blocks at once, each with its quads and
+// hex in a qxScratch of s: the four searches' greedy steps alternate,
+// element by element, and the rounds go on while any changes a lane (a
+// round that changes none changes nothing, so a search that has settled
+// stays as it is). The levels plus nmax go to L, the scales to scales.
+TEXT ·q3Search4x16AVX512(SB), NOSPLIT, $0-52
+	ZNCONSTS
+	MOVL         lo+40(FP), DX
+	VPBROADCASTD DX, Z6
+	MOVL         hi+44(FP), DX
+	VPBROADCASTD DX, Z7
+	VBROADCASTSS start+24(FP), Z15
+	// The last qxScratch first: the first one's sums are Z1 and Z2, in
+	// which Q3START sums.
+	MOVQ         s+0(FP), AX
+	ADDQ         $(3*QXSCRATCH), AX
+	Q3START(R11, Z23, Z24)
+	Q3START(R14, Z19, Z22)
+	Q3START(R13, Z17, Z18)
+	Q3START(R8, Z1, Z2)
+	MOVQ         rounds+32(FP), CX
+	TESTQ        CX, CX
+	JLE          q3final4
+
+q3round4:
+	KXORW    K3, K3, K3
+	KXORW    K4, K4, K4
+	KXORW    K6, K6, K6
+	KXORW    K7, K7, K7
+	PALL(Q3GREEDY4)
+	KORW     K3, K4, K2
+	KORW     K6, K2, K2
+	KORTESTW K7, K2
+	JZ       q3final4
+	DECQ     CX
+	JNZ      q3round4
+
+q3final4:
+	// The scales first: HEXOUT clobbers the sums.
+	MOVQ  DI, R12
+	MOVQ  scales+16(FP), R8
+	Q3SCALEOUT(Z1, Z2, 0)
+	Q3SCALEOUT(Z17, Z18, 64)
+	Q3SCALEOUT(Z19, Z22, 128)
+	Q3SCALEOUT(Z23, Z24, 192)
+	MOVQ  L+8(FP), SI
+	MOVL  nmax+48(FP), R9
+	Q3LEVELSOUT(R12, 0)
+	Q3LEVELSOUT(R13, 256)
+	Q3LEVELSOUT(R14, 512)
+	Q3LEVELSOUT(R11, 768)
 	VZEROUPPER
 	RET
 

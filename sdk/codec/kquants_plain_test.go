@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -691,6 +692,40 @@ func TestQ3Quants4x16MatchesScalar(t *testing.T) {
 	checkQ3Quants(t, 16, 23, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x16(x, L, scales, &s) })
 }
 
+// TestQ3Quants4x16x4MatchesScalar holds q3_K's search of four super-blocks
+// at once to the literal make_q3_quants.
+func TestQ3Quants4x16x4MatchesScalar(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("this CPU has no AVX-512 (F and BW)")
+	}
+	var s [4]qxScratch // reused, as encodeQ3_K does
+	var L [4][256]int8
+	var scales [4][16]float32
+	checkQ3Quants(t, 64, 25, func(x []float32, l []int8, sc []float32) {
+		makeQ3Quants4x16x4(x, &L, &scales, &s)
+		for k := range 4 {
+			copy(l[256*k:], L[k][:])
+			copy(sc[16*k:], scales[k][:])
+		}
+	})
+}
+
+// TestQxScratchLayout checks the offsets q3Search4x16AVX512 finds a
+// qxScratch's quads and hex at, and its size (QUADS, QXHEX and QXSCRATCH in
+// kquants4_amd64.s).
+func TestQxScratchLayout(t *testing.T) {
+	var s qxScratch
+	if got := unsafe.Sizeof(s.q[0]); got != 1328 {
+		t.Errorf("quads are %d bytes, the kernel steps 1328", got)
+	}
+	if got := unsafe.Offsetof(s.o); got != 5312 {
+		t.Errorf("qxScratch.o is at %d, the kernel reads it at 5312", got)
+	}
+	if got := unsafe.Sizeof(s); got != 11584 {
+		t.Errorf("a qxScratch is %d bytes, the kernel steps 11584", got)
+	}
+}
+
 // checkQ3Quants runs search on 10,000 sets of groups of 16 (random and
 // adversarial, some scaled down near groupMaxEps) against the literal
 // make_q3_quants, group by group.
@@ -712,7 +747,7 @@ func checkQ3Quants(t *testing.T, groups int, seed uint64, search func(x []float3
 		for g := range groups {
 			s2[g] = makeQ3QuantsPlain(4, x[16*g:16*g+16], l2[16*g:16*g+16])
 		}
-		for g := range 8 {
+		for g := range groups {
 			if !sameFloat(s1[g], s2[g]) || [16]int8(l1[16*g:]) != [16]int8(l2[16*g:]) {
 				t.Fatalf("group %d of %v:\n got %v %v\nwant %v %v", g, x[16*g:16*g+16], s1[g], l1[16*g:16*g+16], s2[g], l2[16*g:16*g+16])
 			}
@@ -1112,16 +1147,17 @@ func TestQ2Search16MatchesSearch8(t *testing.T) {
 	}
 }
 
-// TestK4EncodeSameWithAVX512 encodes rows of q2_K, q4_K, q5_K and q6_K (odd
-// and even numbers of super-blocks) with and without the AVX-512 searches
-// and requires the same bytes.
+// TestK4EncodeSameWithAVX512 encodes rows of q2_K, q3_K, q4_K, q5_K and
+// q6_K (odd and even numbers of super-blocks, q3_K's four at a time and
+// those left over) with and without the AVX-512 searches and requires the
+// same bytes.
 func TestK4EncodeSameWithAVX512(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("this CPU has no AVX-512 (F and BW)")
 	}
 	defer func(v bool) { useAVX512 = v }(useAVX512)
 	r := rand.New(rand.NewPCG(43, 44))
-	for _, dt := range []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+	for _, dt := range []tensor.DType{tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
 		for _, blocks := range []int{1, 2, 3, 8, 33} {
 			x := make([]float32, 256*blocks)
 			for g := 0; g < len(x); g += 32 {
