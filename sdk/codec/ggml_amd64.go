@@ -256,9 +256,9 @@ func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, sta
 //go:noescape
 func q3Search4x16AVX512(s *[4]qxScratch, L *[4][256]int8, scales *[4][16]float32, start float32, rounds int, lo, hi, nmax int32)
 
-// q3Search8AVX2 is q3Search8SSE2 in the eight lanes of AVX2 vectors, with o
-// as the interleaved working copy; it writes the levels plus nmax to
-// L[:128], group by group, and the scales to scales[:8].
+// q3Search16AVX2 is q3Search8SSE2 for the groups of a and b (in o[0]) and
+// of c and d (in o[1]) at once, in the eight lanes of AVX2 vectors, writing
+// L[:256] and scales[:16].
 //
 //go:noescape
-func q3Search8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
+func q3Search16AVX2(a, b, c, d *quads, o *[2]qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)

@@ -172,10 +172,10 @@ func q3Search4x16AVX512(s *[4]qxScratch, L *[4][256]int8, scales *[4][16]float32
 	panic("codec: no AVX-512 kernels on this platform")
 }
 
-func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32) {
-	panic("codec: no AVX-512 kernels on this platform")
+func q3Search16AVX2(a, b, c, d *quads, o *[2]qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32) {
+	panic("codec: no AVX2 kernels on this platform")
 }
 
-func q3Search8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32) {
-	panic("codec: no AVX2 kernels on this platform")
+func q3Search16AVX512(a, b, c, d *quads, o *qxHex, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32) {
+	panic("codec: no AVX-512 kernels on this platform")
 }

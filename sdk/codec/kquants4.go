@@ -102,7 +102,7 @@ func makeQXQuants32x4(x []float32, L []int8, scales []float32) {
 	q.store(zero, 32, L, scales)
 }
 
-// qxOct is the working copy of qxSearch8AVX2 and q3Search8AVX2: two quads'
+// qxOct is the working copy of qxSearch8AVX2 and q3Search16AVX2: two quads'
 // x, w, wx and levels, interleaved: x[8i+g] is element i of group g, groups
 // 4-7 from the second quad, and the eight groups' mx and the search's best
 // error, scale and iscale so far. The kernels write the levels out as int8,
@@ -125,7 +125,7 @@ func makeQXQuants32x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 	}
 	a, b := &s.q[0], &s.q[1]
 	zero := [][4]bool{a.load(x[:64]), b.load(x[64:])}
-	qxSearch8AVX2(a, b, &s.oct, &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
+	qxSearch8AVX2(a, b, &s.oct[0], &L[0], &scales[0], &qxNum32[0], len(qxNum32), -32, 31, 32)
 	clearZeroGroups(zero, L, scales)
 }
 
@@ -144,7 +144,7 @@ type qxHex struct {
 type qxScratch struct {
 	q   [4]quads
 	o   qxHex
-	oct qxOct
+	oct [2]qxOct
 }
 
 // makeQXQuants32x16 is makeQXQuants32x8 for the sixteen groups of 16 of a
@@ -242,9 +242,9 @@ func divRoundGo(L []int8, x []float32, add, d float32, lo, hi, off int32) {
 }
 
 // makeQ3Quants4x8 is makeQ3Quants4x4 for eight consecutive groups of 16 in
-// x, writing levels to L[:128] and scales to scales[:8]: with AVX2 one
-// eight-lane search in s, else two quads' searches overlapped in one SSE2
-// call.
+// x, writing levels to L[:128] and scales to scales[:8]: two quads' searches
+// overlapped in one SSE2 call (makeQ3Quants4x16 has the AVX2 and AVX-512
+// kernels).
 func makeQ3Quants4x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:128], L[:128], scales[:8]
 	if !useSSE2 {
@@ -254,11 +254,6 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 	}
 	a, b := &s.q[0], &s.q[1]
 	za, zb := a.load(x[:64]), b.load(x[64:128])
-	if useAVX2 {
-		q3Search8AVX2(a, b, &s.oct, &L[0], &scales[0], -4, 5, -4, 3, 4)
-		clearZeroGroups([][4]bool{za, zb}, L, scales)
-		return
-	}
 	q3Search8SSE2(a, b, -4, 5, -4, 3)
 	a.store(za, 4, L[:64], scales[:4])
 	b.store(zb, 4, L[64:128], scales[4:8])
@@ -267,17 +262,24 @@ func makeQ3Quants4x8(x []float32, L []int8, scales []float32, s *qxScratch) {
 // makeQ3Quants4x16 is makeQ3Quants4x8 for the sixteen groups of 16 of a
 // super-block x, writing levels to L[:256] and scales to scales[:16]: where
 // the CPU has AVX-512, one sixteen-lane search in s
-// (TestQ3Quants4x16MatchesScalar). Every field of s the search reads is
+// (TestQ3Quants4x16MatchesScalar); with AVX2, two eight-lane searches in one
+// kernel, their chains of dependent steps overlapping
+// (TestQ3Quants4x16AVX2MatchesScalar). Every field of s the search reads is
 // written first.
 func makeQ3Quants4x16(x []float32, L []int8, scales []float32, s *qxScratch) {
 	x, L, scales = x[:256], L[:256], scales[:16]
-	if !useAVX512 {
+	if !useAVX2 {
 		makeQ3Quants4x8(x[:128], L[:128], scales[:8], s)
 		makeQ3Quants4x8(x[128:], L[128:], scales[8:], s)
 		return
 	}
 	zero := s.load(x)
 	q := &s.q
+	if !useAVX512 {
+		q3Search16AVX2(&q[0], &q[1], &q[2], &q[3], &s.oct, &L[0], &scales[0], -4, 5, -4, 3, 4)
+		clearZeroGroups(zero[:], L, scales)
+		return
+	}
 	q3Search16AVX512(&q[0], &q[1], &q[2], &q[3], &s.o, &L[0], &scales[0], -4, 5, -4, 3, 4)
 	clearZeroGroups(zero[:], L, scales)
 }

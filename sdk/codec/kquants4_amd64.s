@@ -1240,6 +1240,7 @@ ydone:
 #define OW 512
 #define OWX 1024
 #define OL 1536
+#define QXOCT 2176
 #define OMX 2048
 #define OBEST 2080
 #define OSCALE 2112
@@ -2283,7 +2284,7 @@ k4guess:
 // (QXSCRATCH); see TestQxScratchLayout.
 #define QUADS 1328
 #define QXHEX 5312
-#define QXSCRATCH 11584
+#define QXSCRATCH 13760
 
 // Q3START(B, S1, S2): the hex at B (and DI) from the quads of the qxScratch
 // whose address is in AX (PINALL), iscale = start/mx in Z20 (start in Z15),
@@ -2418,118 +2419,168 @@ q3final4:
 	VZEROUPPER
 	RET
 
-// The q3_K search on eight lanes (q3Search8AVX2): the oct of qxSearch8AVX2
-// (OX, OW, OWX, OL), sumlx in Y1, suml2 in Y2, nearestInt's constants and
-// lo, hi in Y3-Y7, iscale in Y14, the lanes that changed in Y13. Each
-// operation is q3Search8SSE2's, with its operands in the same order, the
+// The q3_K search on eight lanes (q3Search16AVX2): the oct of qxSearch8AVX2
+// (OX, OW, OWX, OL), lo and hi in Y6 and Y7, nearestInt's constants in
+// memory (q3yconst), which leaves registers for two searches.
+// Each operation is q3Search8SSE2's, with its operands in the same order, the
 // masks as vectors.
+DATA q3yconst<>+0(SB)/8, $0x4B4000004B400000
+DATA q3yconst<>+8(SB)/8, $0x4B4000004B400000
+DATA q3yconst<>+16(SB)/8, $0x4B4000004B400000
+DATA q3yconst<>+24(SB)/8, $0x4B4000004B400000
+DATA q3yconst<>+32(SB)/8, $0x007FFFFF007FFFFF
+DATA q3yconst<>+40(SB)/8, $0x007FFFFF007FFFFF
+DATA q3yconst<>+48(SB)/8, $0x007FFFFF007FFFFF
+DATA q3yconst<>+56(SB)/8, $0x007FFFFF007FFFFF
+DATA q3yconst<>+64(SB)/8, $0x0040000000400000
+DATA q3yconst<>+72(SB)/8, $0x0040000000400000
+DATA q3yconst<>+80(SB)/8, $0x0040000000400000
+DATA q3yconst<>+88(SB)/8, $0x0040000000400000
+GLOBL q3yconst<>(SB), RODATA|NOPTR, $96
 
 // R = float32(clamp(nearestInt(R), lo, hi)).
 #define Q3YROUND(R) \
-	VADDPS    Y3, R, R; \
-	VPAND     Y4, R, R; \
-	VPSUBD    Y5, R, R; \
+	VADDPS    q3yconst<>+0(SB), R, R; \
+	VPAND     q3yconst<>+32(SB), R, R; \
+	VPSUBD    q3yconst<>+64(SB), R, R; \
 	VPMAXSD   Y6, R, R; \
 	VPMINSD   Y7, R, R; \
 	VCVTDQ2PS R, R
 
-#define Q3YLEVEL(off) \
-	VMOVUPS (OX+off)(DI), Y8; \
+// The first levels of element off of the oct at B at iscale Y14, adding
+// wx·l to S1 and (w·l)·l to S2.
+#define Q3YLEVELX(B, off, S1, S2) \
+	VMOVUPS (OX+off)(B), Y8; \
 	VMULPS  Y14, Y8, Y8; \
 	Q3YROUND(Y8); \
-	VMOVUPS Y8, (OL+off)(DI); \
-	VMOVUPS (OWX+off)(DI), Y9; \
+	VMOVUPS Y8, (OL+off)(B); \
+	VMOVUPS (OWX+off)(B), Y9; \
 	VMULPS  Y8, Y9, Y9; \
-	VADDPS  Y9, Y1, Y1; \
-	VMOVUPS (OW+off)(DI), Y10; \
+	VADDPS  Y9, S1, S1; \
+	VMOVUPS (OW+off)(B), Y10; \
 	VMULPS  Y8, Y10, Y10; \
 	VMULPS  Y8, Y10, Y10; \
-	VADDPS  Y10, Y2, Y2
+	VADDPS  Y10, S2, S2
 
-// Q3GREEDY on eight lanes, the mask in Y0.
-#define Q3YGREEDY(off) \
-	VMOVUPS   (OL+off)(DI), Y8; \
-	VMOVUPS   (OWX+off)(DI), Y9; \
+#define Q3YLEVEL(off) Q3YLEVELX(DI, off, Y1, Y2)
+#define Q3YLEVELB(off) Q3YLEVELX(R13, off, Y3, Y4)
+
+// Q3GREEDYX on eight lanes for the oct at B, sums S1 and S2, the lanes
+// that took a level collected in C; the mask in Y0. Clobbers Y0, Y8-Y12
+// and Y15.
+#define Q3YGREEDYX(B, off, S1, S2, C) \
+	VMOVUPS   (OL+off)(B), Y8; \
+	VMOVUPS   (OWX+off)(B), Y9; \
 	VMULPS    Y8, Y9, Y9; \
-	VSUBPS    Y9, Y1, Y10; \
+	VSUBPS    Y9, S1, Y10; \
 	VXORPS    Y11, Y11, Y11; \
 	VCMPPS    $1, Y10, Y11, Y0; \
-	VMOVUPS   (OW+off)(DI), Y12; \
+	VMOVUPS   (OW+off)(B), Y12; \
 	VMULPS    Y8, Y12, Y12; \
 	VMULPS    Y8, Y12, Y12; \
-	VSUBPS    Y12, Y2, Y15; \
-	VMOVUPS   (OX+off)(DI), Y12; \
+	VSUBPS    Y12, S2, Y15; \
+	VMOVUPS   (OX+off)(B), Y12; \
 	VMULPS    Y15, Y12, Y12; \
 	VDIVPS    Y10, Y12, Y12; \
 	Q3YROUND(Y12); \
 	VCMPPS    $4, Y8, Y12, Y9; \
 	VANDPS    Y9, Y0, Y0; \
-	VMOVUPS   (OWX+off)(DI), Y9; \
+	VMOVUPS   (OWX+off)(B), Y9; \
 	VMULPS    Y12, Y9, Y9; \
 	VADDPS    Y9, Y10, Y10; \
-	VMOVUPS   (OW+off)(DI), Y9; \
+	VMOVUPS   (OW+off)(B), Y9; \
 	VMULPS    Y12, Y9, Y9; \
 	VMULPS    Y12, Y9, Y9; \
 	VADDPS    Y9, Y15, Y15; \
 	VCMPPS    $1, Y15, Y11, Y9; \
 	VANDPS    Y9, Y0, Y0; \
 	VMULPS    Y10, Y10, Y9; \
-	VMULPS    Y2, Y9, Y9; \
-	VMULPS    Y1, Y1, Y11; \
+	VMULPS    S2, Y9, Y9; \
+	VMULPS    S1, S1, Y11; \
 	VMULPS    Y15, Y11, Y11; \
 	VCMPPS    $1, Y9, Y11, Y11; \
 	VANDPS    Y11, Y0, Y0; \
-	VORPS     Y0, Y13, Y13; \
+	VORPS     Y0, C, C; \
 	VBLENDVPS Y0, Y12, Y8, Y8; \
-	VMOVUPS   Y8, (OL+off)(DI); \
-	VBLENDVPS Y0, Y10, Y1, Y1; \
-	VBLENDVPS Y0, Y15, Y2, Y2
+	VMOVUPS   Y8, (OL+off)(B); \
+	VBLENDVPS Y0, Y10, S1, S1; \
+	VBLENDVPS Y0, Y15, S2, S2
 
-// func q3Search8AVX2(a, b *quads, o *qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
-// q3Search8SSE2 for the groups of a and b in the eight lanes of AVX2
-// vectors, with o as the interleaved working copy; the levels plus nmax go
-// to L[:128], group by group, and the scales to scales[:8].
-TEXT ·q3Search8AVX2(SB), NOSPLIT, $0-68
-	MOVQ         a+0(FP), AX
-	MOVQ         b+8(FP), BX
-	MOVQ         o+16(FP), DI
-	MOVQ         rounds+48(FP), CX
-	// The oct from the quads; Y14 = iscale = start/mx of the eight groups.
-	OINALL
-	VBROADCASTSS start+40(FP), Y14
-	VDIVPS       Y13, Y14, Y14
-	MOVL         lo+56(FP), R8
-	MOVL         hi+60(FP), R9
-	YNCONSTS
+// Two searches' steps, the oct at DI (Y1, Y2, Y13) and the one at R13 (Y3,
+// Y4, Y5), alternating: their chains of dependent operations overlap.
+#define Q3YGREEDY2(off) \
+	Q3YGREEDYX(DI, off, Y1, Y2, Y13); \
+	Q3YGREEDYX(R13, off, Y3, Y4, Y5)
+
+// R = 0 < S2 ? S1/S2 : 0, the scale of sums S1 and S2; clobbers Y10.
+#define Q3YSCALE(S1, S2, R) \
+	VDIVPS S2, S1, R; \
+	VXORPS Y10, Y10, Y10; \
+	VCMPPS $1, S2, Y10, Y10; \
+	VANDPS Y10, R, R
+
+// func q3Search16AVX2(a, b, c, d *quads, o *[2]qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
+// q3Search8SSE2 for the groups of a and b (in o[0]) and of c and d (in
+// o[1]) in the eight lanes of AVX2 vectors, the two searches' steps
+// alternating element by element;
+// the rounds go on while either changes a lane (a round that changes none
+// changes nothing). The levels plus nmax go to L[:256], group by group, and
+// the scales to scales[:16].
+TEXT ·q3Search16AVX2(SB), NOSPLIT, $0-84
+	MOVL         lo+72(FP), R8
+	MOVL         hi+76(FP), R9
 	MOVL         R8, X6
 	VPBROADCASTD X6, Y6
 	MOVL         R9, X7
 	VPBROADCASTD X7, Y7
+	MOVQ         rounds+64(FP), CX
+	// Search B: the oct o[1] from c and d, its first levels.
+	MOVQ         c+16(FP), AX
+	MOVQ         d+24(FP), BX
+	MOVQ         o+32(FP), DI
+	LEAQ         QXOCT(DI), DI
+	MOVQ         DI, R13
+	OINALL
+	VBROADCASTSS start+56(FP), Y14
+	VDIVPS       Y13, Y14, Y14
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	OALL(Q3YLEVELB)
+	// Search A: o[0] from a and b.
+	MOVQ         a+0(FP), AX
+	MOVQ         b+8(FP), BX
+	MOVQ         o+32(FP), DI
+	OINALL
+	VBROADCASTSS start+56(FP), Y14
+	VDIVPS       Y13, Y14, Y14
 	VXORPS       Y1, Y1, Y1
 	VXORPS       Y2, Y2, Y2
 	OALL(Q3YLEVEL)
 	TESTQ        CX, CX
-	JLE          q3yfinal
+	JLE          q3y2final
 
-q3yround:
+q3y2round:
 	VXORPS    Y13, Y13, Y13
-	OALL(Q3YGREEDY)
+	VXORPS    Y5, Y5, Y5
+	OALL(Q3YGREEDY2)
+	VORPS     Y5, Y13, Y13
 	VMOVMSKPS Y13, DX
 	TESTL     DX, DX
-	JZ        q3yfinal
+	JZ        q3y2final
 	DECQ      CX
-	JNZ       q3yround
+	JNZ       q3y2round
 
-q3yfinal:
-	// scale = 0 < suml2 ? sumlx/suml2 : 0.
-	VDIVPS  Y2, Y1, Y9
-	VXORPS  Y10, Y10, Y10
-	VCMPPS  $1, Y2, Y10, Y10
-	VANDPS  Y10, Y9, Y9
-	MOVQ    scales+32(FP), R8
+q3y2final:
+	MOVQ    scales+48(FP), R8
+	Q3YSCALE(Y1, Y2, Y9)
 	VMOVUPS Y9, (R8)
-	MOVQ    L+24(FP), R8
-	MOVL    nmax+64(FP), R9
+	Q3YSCALE(Y3, Y4, Y9)
+	VMOVUPS Y9, 32(R8)
+	MOVQ    L+40(FP), R8
+	MOVL    nmax+80(FP), R9
+	OCTOUT(R8, R9)
+	MOVQ    R13, DI
+	ADDQ    $128, R8
 	OCTOUT(R8, R9)
 	VZEROUPPER
 	RET

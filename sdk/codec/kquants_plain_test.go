@@ -673,23 +673,33 @@ func TestDecodeTQ1_0MatchesPlain(t *testing.T) {
 	}
 }
 
-// TestQ3Search8MatchesScalar checks the two-quad q3_K search against the
-// literal transliteration, group by group.
+// TestQ3Search8MatchesScalar checks the two-quad q3_K search (SSE2, or Go)
+// against the literal transliteration, group by group.
 func TestQ3Search8MatchesScalar(t *testing.T) {
 	var s qxScratch // reused, as encodeQ3_K does
-	eachKernelSet(t, func(t *testing.T) {
-		checkQ3Quants(t, 8, 21, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x8(x, L, scales, &s) })
-	})
+	checkQ3Quants(t, 8, 21, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x8(x, L, scales, &s) })
 }
 
 // TestQ3Quants4x16MatchesScalar holds q3_K's sixteen-lane search to the
-// literal make_q3_quants, as TestQ3Search8MatchesScalar the eight-lane one.
+// literal make_q3_quants, as TestQ3Search8MatchesScalar the two-quad one.
 func TestQ3Quants4x16MatchesScalar(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("this CPU has no AVX-512 (F and BW)")
 	}
 	var s qxScratch // reused, as encodeQ3_K does
 	checkQ3Quants(t, 16, 23, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x16(x, L, scales, &s) })
+}
+
+// TestQ3Quants4x16AVX2MatchesScalar holds q3_K's two eight-lane searches of
+// a super-block in one AVX2 kernel to the literal make_q3_quants.
+func TestQ3Quants4x16AVX2MatchesScalar(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("this CPU has no AVX2")
+	}
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	useAVX512 = false
+	var s qxScratch // reused, as encodeQ3_K does
+	checkQ3Quants(t, 16, 27, func(x []float32, L []int8, scales []float32) { makeQ3Quants4x16(x, L, scales, &s) })
 }
 
 // TestQ3Quants4x16x4MatchesScalar holds q3_K's search of four super-blocks
@@ -711,7 +721,8 @@ func TestQ3Quants4x16x4MatchesScalar(t *testing.T) {
 }
 
 // TestQxScratchLayout checks the offsets q3Search4x16AVX512 finds a
-// qxScratch's quads and hex at, and its size (QUADS, QXHEX and QXSCRATCH in
+// qxScratch's quads and hex at, its size, and the size of the octs
+// q3Search16AVX2 steps over (QUADS, QXHEX, QXSCRATCH and QXOCT in
 // kquants4_amd64.s).
 func TestQxScratchLayout(t *testing.T) {
 	var s qxScratch
@@ -721,8 +732,11 @@ func TestQxScratchLayout(t *testing.T) {
 	if got := unsafe.Offsetof(s.o); got != 5312 {
 		t.Errorf("qxScratch.o is at %d, the kernel reads it at 5312", got)
 	}
-	if got := unsafe.Sizeof(s); got != 11584 {
-		t.Errorf("a qxScratch is %d bytes, the kernel steps 11584", got)
+	if got := unsafe.Sizeof(s); got != 13760 {
+		t.Errorf("a qxScratch is %d bytes, the kernel steps 13760", got)
+	}
+	if got := unsafe.Sizeof(s.oct[0]); got != 2176 {
+		t.Errorf("a qxOct is %d bytes, q3Search16AVX2 steps 2176", got)
 	}
 }
 
