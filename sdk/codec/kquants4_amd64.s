@@ -1517,6 +1517,15 @@ odone:
 	MOVL $0x00400000, DX; \
 	VPBROADCASTD DX, Z5
 
+// ZNCONSTS, and the clamp's bounds LO and HI (32-bit arguments) in Z6 and
+// Z7; clobbers DX.
+#define ZNBOUNDS(LO, HI) \
+	ZNCONSTS; \
+	MOVL LO, DX; \
+	VPBROADCASTD DX, Z6; \
+	MOVL HI, DX; \
+	VPBROADCASTD DX, Z7
+
 // ZNEARESTI of element off of x less MN (a register), into R.
 #define ZXMNEAR(off, MN, R) \
 	VMOVUPS (HX+off)(DI), R; \
@@ -1864,11 +1873,7 @@ TEXT ·qxSearch16AVX512(SB), NOSPLIT, $0-84
 	MOVQ   n+64(FP), CX
 	// The hex from the quads, Z13 = mx of the sixteen groups.
 	PINALL
-	ZNCONSTS
-	MOVL   lo+72(FP), R8
-	MOVL   hi+76(FP), R9
-	VPBROADCASTD R8, Z6
-	VPBROADCASTD R9, Z7
+	ZNBOUNDS(lo+72(FP), hi+76(FP))
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Z0
 	VDIVPS Z13, Z0, Z0
@@ -1922,11 +1927,7 @@ TEXT ·divRoundAVX512(SB), NOSPLIT, $0-48
 	MOVQ   n+40(FP), CX
 	VBROADCASTSS add+16(FP), Z13
 	VBROADCASTSS d+20(FP), Z0
-	ZNCONSTS
-	MOVL   lo+24(FP), DX
-	VPBROADCASTD DX, Z6
-	MOVL   hi+28(FP), DX
-	VPBROADCASTD DX, Z7
+	ZNBOUNDS(lo+24(FP), hi+28(FP))
 	MOVL   off+32(FP), DX
 	VPBROADCASTD DX, Z8
 
@@ -2339,11 +2340,7 @@ TEXT ·q3Search16AVX512(SB), NOSPLIT, $0-84
 	PINALL
 	VBROADCASTSS start+56(FP), Z15
 	VDIVPS       Z13, Z15, Z20
-	ZNCONSTS
-	MOVL         lo+72(FP), DX
-	VPBROADCASTD DX, Z6
-	MOVL         hi+76(FP), DX
-	VPBROADCASTD DX, Z7
+	ZNBOUNDS(lo+72(FP), hi+76(FP))
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	PALL(Q3LEVEL)
@@ -2371,11 +2368,7 @@ q3final:
 // round that changes none changes nothing, so a search that has settled
 // stays as it is). The levels plus nmax go to L, the scales to scales.
 TEXT ·q3Search4x16AVX512(SB), NOSPLIT, $0-52
-	ZNCONSTS
-	MOVL         lo+40(FP), DX
-	VPBROADCASTD DX, Z6
-	MOVL         hi+44(FP), DX
-	VPBROADCASTD DX, Z7
+	ZNBOUNDS(lo+40(FP), hi+44(FP))
 	VBROADCASTSS start+24(FP), Z15
 	// The last qxScratch first: the first one's sums are Z1 and Z2, in
 	// which Q3START sums.
