@@ -310,10 +310,13 @@ func makeQ3Quants4x16x4(x []float32, L *[4][256]int8, scales *[4][16]float32, s 
 // makeQKX2's search for eight groups: q4_K's and q5_K's eight groups of 32
 // (a super-block), or eight of q2_K's groups of 16 (half of one, in the
 // first 16 element slots). x[8i+g] is element i of group g, w its weight,
-// xm = x - mn, cur the
-// candidate's levels and L the best levels so far, as float32; the
-// per-group fields are qkx2State's, and mnStart is mn as the search found
-// it. The field offsets are spelled out in kquants4_amd64.s.
+// xm = x - mn, cur the candidate's levels and L the best levels so far, as
+// float32; the per-group fields are qkx2State's, and mnStart is mn as the
+// search found it. iscaleBest, mnBest and took are qkx2Search8AVX2's: the
+// iscale of a group's best candidate, the mn its levels were made from, and
+// whether the group took one (all bits set), from which the kernel makes
+// the best levels at its end. The field offsets are spelled out in
+// kquants4_amd64.s.
 type qkx2Oct struct {
 	x, w, xm, cur, L                         [256]float32
 	mn, mx, sumW, sumX, scale, best, mnStart [8]float32
