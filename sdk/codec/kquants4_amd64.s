@@ -1545,8 +1545,8 @@ odone:
 	ZSUMS(off+64, Z12)
 
 // R = float(min(max(R, lo), hi)) for int32 R, lo and hi in Z6's and Z7's
-// dwords: what the eight-lane kernels make by saturating to int16,
-// clamping and widening again.
+// dwords: what the SSE2 kernels make by saturating to int16, clamping and
+// widening again.
 #define ZCLAMPF(R) \
 	VPMAXSD Z6, R, R; \
 	VPMINSD Z7, R, R; \
@@ -2515,10 +2515,9 @@ GLOBL q3yconst<>(SB), RODATA|NOPTR, $96
 // func q3Search16AVX2(a, b, c, d *quads, o *[2]qxOct, L *int8, scales *float32, start float32, rounds int, lo, hi, nmax int32)
 // q3Search8SSE2 for the groups of a and b (in o[0]) and of c and d (in
 // o[1]) in the eight lanes of AVX2 vectors, the two searches' steps
-// alternating element by element;
-// the rounds go on while either changes a lane (a round that changes none
-// changes nothing). The levels plus nmax go to L[:256], group by group, and
-// the scales to scales[:16].
+// alternating element by element; the rounds go on while either changes a
+// lane (a round that changes none changes nothing). The levels plus nmax go
+// to L[:256], group by group, and the scales to scales[:16].
 TEXT ·q3Search16AVX2(SB), NOSPLIT, $0-84
 	MOVL         lo+72(FP), R8
 	MOVL         hi+76(FP), R9
