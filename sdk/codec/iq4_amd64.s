@@ -310,7 +310,7 @@ iq4index2:
 	VEXTRACTI128 $1, Y8, X9
 	VPACKSSDW    X9, X8, X8
 	VPACKUSWB    X8, X8, X8
-	MOVQ         X8, (DI)
+	VMOVQ         X8, (DI)
 	ADDQ         $32, SI
 	ADDQ         $8, DI
 	SUBQ         $8, CX

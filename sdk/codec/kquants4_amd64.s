@@ -1046,13 +1046,13 @@ TEXT ·qkx2Start4SSE2(SB), NOSPLIT, $0-28
 // Y5 = 0x400000; clobbers DX.
 #define YNCONSTS \
 	MOVL   $0x4B400000, DX; \
-	MOVL   DX, X3; \
+	VMOVD   DX, X3; \
 	VPBROADCASTD X3, Y3; \
 	MOVL   $0x007FFFFF, DX; \
-	MOVL   DX, X4; \
+	VMOVD   DX, X4; \
 	VPBROADCASTD X4, Y4; \
 	MOVL   $0x00400000, DX; \
-	MOVL   DX, X5; \
+	VMOVD   DX, X5; \
 	VPBROADCASTD X5, Y5
 
 // Levels of elements off and off+32 at mn Y15; see KLEVEL2. They are
@@ -1132,7 +1132,7 @@ TEXT ·qkx2Search8AVX2(SB), NOSPLIT, $0-32
 	MOVL   hi+24(FP), AX
 	YNCONSTS
 	VPXOR  Y6, Y6, Y6
-	MOVL   AX, X7
+	VMOVD   AX, X7
 	VPBROADCASTD X7, Y7
 	VMOVUPS Y6, KTOOK(DI)
 
@@ -1187,7 +1187,7 @@ ylevels16:
 
 ymad:
 	MOVL   $0x7FFFFFFF, DX
-	MOVL   DX, X15
+	VMOVD   DX, X15
 	VPBROADCASTD X15, Y15
 	KALLLO(YERRMAD)
 	TESTL  $KSHORT, R11
@@ -1283,7 +1283,7 @@ ydone:
 	VEXTRACTI128 $1, YR, X0; \
 	VPACKSSDW    X0, XR, X0; \
 	VPACKSSWB    X0, X0, X0; \
-	MOVQ         X0, OFF(LP)
+	VMOVQ         X0, OFF(LP)
 
 // OCTHALF(h, LP, NMAX) writes oct elements 8h..8h+7 of the eight groups as
 // int8 plus Y15's int32s: the rows truncated and offset (OCTROW),
@@ -1307,7 +1307,7 @@ ydone:
 	OCTGROUP(Y13, X13, 80+8*(h), LP); \
 	OCTGROUP(Y14, X14, 96+8*(h), LP); \
 	OCTGROUP(Y15, X15, 112+8*(h), LP); \
-	MOVL         NMAX, X15; \
+	VMOVD         NMAX, X15; \
 	VPBROADCASTD X15, Y15
 
 // OCTOUT(LP, NMAX) writes the levels of the oct (OL, element i of group g
@@ -1316,7 +1316,7 @@ ydone:
 // offset, an 8×8 transpose (T8), and each group's eight narrowed to bytes.
 // Clobbers Y0-Y15.
 #define OCTOUT(LP, NMAX) \
-	MOVL         NMAX, X15; \
+	VMOVD         NMAX, X15; \
 	VPBROADCASTD X15, Y15; \
 	OCTHALF(0, LP, NMAX); \
 	OCTHALF(1, LP, NMAX)
@@ -1417,9 +1417,9 @@ TEXT ·qxSearch8AVX2(SB), NOSPLIT, $0-68
 	MOVL   lo+56(FP), R8
 	MOVL   hi+60(FP), R9
 	YNCONSTS
-	MOVL   R8, X6
+	VMOVD   R8, X6
 	VPBROADCASTD X6, Y6
-	MOVL   R9, X7
+	VMOVD   R9, X7
 	VPBROADCASTD X7, Y7
 	// Start: iscale = num[0]/mx.
 	VBROADCASTSS (SI), Y0
@@ -1989,7 +1989,7 @@ TEXT ·q2Start8AVX2(SB), NOSPLIT, $0-16
 	KTRANSPOSE8(0, 64)
 	KTRANSPOSE8(1, 64)
 	MOVL         $0x7FFFFFFF, AX
-	MOVL         AX, X15
+	VMOVD         AX, X15
 	VPBROADCASTD X15, Y15
 
 	// Element 0 starts mn (Y10), mx (Y11), Σw (Y8) and Σw·x (Y9).
@@ -2032,12 +2032,12 @@ q2start:
 
 	// Y0 = iscale = 3/(mx - mn), Y6 = scale = 1/iscale.
 	MOVL         $0x40400000, AX
-	MOVL         AX, X0
+	VMOVD         AX, X0
 	VPBROADCASTD X0, Y0
 	VSUBPS       Y10, Y11, Y2
 	VDIVPS       Y2, Y0, Y0
 	MOVL         $0x3F800000, AX
-	MOVL         AX, X6
+	VMOVD         AX, X6
 	VPBROADCASTD X6, Y6
 	VDIVPS       Y0, Y6, Y6
 	VANDNPS      Y6, Y7, Y2
@@ -2046,7 +2046,7 @@ q2start:
 	// nearestInt's constants in Y3-Y5, the levels' bound 3 in Y13.
 	YNCONSTS
 	MOVL         $3, AX
-	MOVL         AX, X13
+	VMOVD         AX, X13
 	VPBROADCASTD X13, Y13
 	VXORPS       Y9, Y9, Y9
 	XORQ         R8, R8
@@ -2107,12 +2107,12 @@ k4sumsq:
 
 	// Y13 = av = sqrt(Σx²/32), Y14 = 0x7FFFFFFF.
 	MOVL         $0x42000000, AX
-	MOVL         AX, X8
+	VMOVD         AX, X8
 	VPBROADCASTD X8, Y8
 	VDIVPS       Y8, Y12, Y12
 	VSQRTPS      Y12, Y13
 	MOVL         $0x7FFFFFFF, AX
-	MOVL         AX, X14
+	VMOVD         AX, X14
 	VPBROADCASTD X14, Y14
 	// Element 0 starts mn (Y10), mx (Y11), Σw (Y1) and Σw·x (Y2).
 	VMOVUPS      KX(DI), Y0
@@ -2157,7 +2157,7 @@ k4weight:
 	VSUBPS       Y10, Y11, Y11
 	VDIVPS       Y11, Y0, Y0
 	MOVL         $0x3F800000, BX
-	MOVL         BX, X9
+	VMOVD         BX, X9
 	VPBROADCASTD X9, Y9
 	VDIVPS       Y0, Y9, Y9
 	VMOVUPS      Y9, KSCALE(DI)
@@ -2165,7 +2165,7 @@ k4weight:
 	// Y6 and Y7.
 	YNCONSTS
 	VPXOR        Y6, Y6, Y6
-	MOVL         AX, X7
+	VMOVD         AX, X7
 	VPBROADCASTD X7, Y7
 	VXORPS       Y12, Y12, Y12
 	XORQ         R8, R8
@@ -2521,9 +2521,9 @@ GLOBL q3yconst<>(SB), RODATA|NOPTR, $96
 TEXT ·q3Search16AVX2(SB), NOSPLIT, $0-84
 	MOVL         lo+72(FP), R8
 	MOVL         hi+76(FP), R9
-	MOVL         R8, X6
+	VMOVD         R8, X6
 	VPBROADCASTD X6, Y6
-	MOVL         R9, X7
+	VMOVD         R9, X7
 	VPBROADCASTD X7, Y7
 	MOVQ         rounds+64(FP), CX
 	// Search B: the oct o[1] from c and d, its first levels.
