@@ -185,6 +185,16 @@ func k5BlocksSSE2(dst *float32, qs, qh *byte, stride int, dm *float32, n int)
 //go:noescape
 func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n int, off int, flags int)
 
+// q8EncodeAVX2 encodes up to n q8_0 blocks of the floats at x into the
+// 34-byte blocks at q, all but their scales: block i's levels go to
+// q[34i+2:34i+34] and its d (amax/127, for the caller to store as binary16)
+// to d[i], as encodeQ8_0Block computes them. It stops before the first
+// block encodeQ8_0Block's fast path would not take (an element that is Inf
+// or NaN, or 1/d above 3.4e38) and returns how many blocks it encoded.
+//
+//go:noescape
+func q8EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
+
 // q8BlocksAVX2 is q8BlocksSSE2, eight elements per instruction.
 //
 //go:noescape

@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// SSE2 kernels for the ggml block codecs. Every packed operation is the
-// IEEE float32 operation the Go code performs per element, so the results
-// are bit-identical to the pure-Go versions.
+// SSE2 kernels for the ggml block codecs, and q8_0's AVX2 encoder. Every
+// packed operation is the IEEE float32 operation the Go code performs per
+// element, so the results are bit-identical to the pure-Go versions.
 
 // func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) (same bool)
 // dst[i] = float32(clamp(nearestInt(scale*x[i]), lo, hi)), n a multiple of 4;
@@ -560,4 +560,100 @@ TEXT ·q8RoundSSE2(SB), NOSPLIT, $0-24
 	MOVQ   q+16(FP), DI
 	Q8SIXTEEN(0)
 	Q8SIXTEEN(1)
+	RET
+
+// Y-register form of Q8ROUND: R = int32 of q8_0's rounding of R times Y6,
+// the same operations in the same order on eight lanes. Clobbers Y7, Y8.
+#define Q8ROUND8(R) \
+	VMULPS     Y6, R, R; \
+	VCVTTPS2DQ R, Y7; \
+	VCVTDQ2PS  Y7, Y8; \
+	VSUBPS     Y8, R, R; \
+	VADDPS     R, R, R; \
+	VCVTTPS2DQ R, R; \
+	VPADDD     Y7, R, R
+
+// The dword order that undoes VPACKSSDW's and VPACKSSWB's interleaving of
+// the two 128-bit lanes.
+DATA q8perm<>+0(SB)/8, $0x0000000400000000
+DATA q8perm<>+8(SB)/8, $0x0000000500000001
+DATA q8perm<>+16(SB)/8, $0x0000000600000002
+DATA q8perm<>+24(SB)/8, $0x0000000700000003
+GLOBL q8perm<>(SB), RODATA|NOPTR, $32
+
+// func q8EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
+// Encodes up to n q8_0 blocks of 32 floats from x into the 34-byte blocks
+// at q, all but their scales: block i's levels go to q[34i+2:34i+34] and
+// its d, amax/127, to d[i]. It stops before the first block that
+// encodeQ8_0's fast path does not take (a non-finite element, or an
+// 1/d above 3.4e38) and returns the number of blocks encoded.
+TEXT ·q8EncodeAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         q+8(FP), DI
+	MOVQ         d+16(FP), DX
+	MOVQ         n+24(FP), CX
+	XORQ         AX, AX
+	MOVL         $0x7FFFFFFF, BX
+	VMOVD        BX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x42FE0000, BX // 127
+	VMOVD        BX, X14
+	MOVL         $0x3F800000, BX // 1
+	VMOVD        BX, X13
+	VMOVDQU      q8perm<>(SB), Y11
+
+q8eloop:
+	CMPQ         AX, CX
+	JGE          q8edone
+	VMOVUPS      0(SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	// amax: the largest |x| as bits (finite floats order as their bits).
+	VPAND        Y15, Y0, Y4
+	VPAND        Y15, Y1, Y5
+	VPMAXUD      Y5, Y4, Y4
+	VPAND        Y15, Y2, Y5
+	VPAND        Y15, Y3, Y6
+	VPMAXUD      Y6, Y5, Y5
+	VPMAXUD      Y5, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0x4E, X4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0xB1, X4, X5
+	VPMAXUD      X5, X4, X4
+	VMOVD        X4, BX
+	CMPL         BX, $0x7F800000
+	JAE          q8edone // Inf or NaN
+	VDIVSS       X14, X4, X5 // d = amax / 127
+	VXORPS       X6, X6, X6 // id = 0 when d is 0
+	VMOVD        X5, BX
+	TESTL        BX, BX
+	JZ           q8ezero
+	VDIVSS       X5, X13, X6 // id = 1 / d
+	VMOVD        X6, BX
+	CMPL         BX, $0x7F7FC99E // float32(3.4e38); id > 0
+	JA           q8edone
+
+q8ezero:
+	VMOVSS       X5, (DX)(AX*4)
+	VBROADCASTSS X6, Y6
+	Q8ROUND8(Y0)
+	Q8ROUND8(Y1)
+	Q8ROUND8(Y2)
+	Q8ROUND8(Y3)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y11, Y0
+	VMOVDQU      Y0, 2(DI)
+	ADDQ         $128, SI
+	ADDQ         $34, DI
+	INCQ         AX
+	JMP          q8eloop
+
+q8edone:
+	MOVQ         AX, done+32(FP)
+	VZEROUPPER
 	RET

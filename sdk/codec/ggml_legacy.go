@@ -29,32 +29,55 @@ func init() {
 // ---- q8_0 ----
 
 func encodeQ8_0(dst []byte, src []float32) {
-	for len(src) >= 32 && len(dst) >= 34 {
-		x := src[:32]
-		y := dst[:34]
-		m, finite := finiteAbsMax(x)
-		amax := math.Float32frombits(m)
-		if !finite {
-			amax = maxAbsMacro(x)
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		putF16(y, d)
-		q := y[2:34]
-		switch {
-		case finite && id <= 3.4e38 && useSSE2:
-			q8RoundSSE2(&x[0], id, &q[0])
-		case finite && id <= 3.4e38:
-			q8RoundGo(x, id, q)
-		default:
-			for j, v := range x {
-				q[j] = byte(int8(roundf(float32(v * id))))
+	if useAVX2 {
+		// Up to 64 blocks at a time: the kernel's levels and scales, then
+		// the scales as binary16; a block the kernel leaves goes the
+		// scalar way.
+		var ds [64]float32
+		for len(src) >= 32 && len(dst) >= 34 {
+			n := min(len(ds), len(src)/32, len(dst)/34)
+			done := q8EncodeAVX2(&src[0], &dst[0], &ds[0], n)
+			for i, d := range ds[:done] {
+				putF16(dst[34*i:], d)
+			}
+			src, dst = src[32*done:], dst[34*done:]
+			if done < n {
+				encodeQ8_0Block(dst[:34], src[:32])
+				src, dst = src[32:], dst[34:]
 			}
 		}
+		return
+	}
+	for len(src) >= 32 && len(dst) >= 34 {
+		encodeQ8_0Block(dst[:34], src[:32])
 		src, dst = src[32:], dst[34:]
+	}
+}
+
+// encodeQ8_0Block encodes the 32 floats of x into the 34-byte block y, as
+// quantize_row_q8_0_ref does.
+func encodeQ8_0Block(y []byte, x []float32) {
+	m, finite := finiteAbsMax(x)
+	amax := math.Float32frombits(m)
+	if !finite {
+		amax = maxAbsMacro(x)
+	}
+	d := amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y, d)
+	q := y[2:34]
+	switch {
+	case finite && id <= 3.4e38 && useSSE2:
+		q8RoundSSE2(&x[0], id, &q[0])
+	case finite && id <= 3.4e38:
+		q8RoundGo(x, id, q)
+	default:
+		for j, v := range x {
+			q[j] = byte(int8(roundf(float32(v * id))))
+		}
 	}
 }
 

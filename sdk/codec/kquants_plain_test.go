@@ -1302,6 +1302,64 @@ func TestQ8RoundMatchesGo(t *testing.T) {
 	}
 }
 
+// plainQ8_0 is quantize_row_q8_0_ref, literally: per block of 32 the
+// largest |x| by C's MAX, d = amax/127, id = 1/d (0 when d is 0), d as
+// binary16 and each level roundf(x·id) as an int8.
+func plainQ8_0(dst []byte, src []float32) {
+	for len(src) >= 32 {
+		x, y := src[:32], dst[:34]
+		var amax float32
+		for _, v := range x {
+			if a := fabs(v); !(amax > a) { // MAX(amax, fabsf(v))
+				amax = a
+			}
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(y, d)
+		for j, v := range x {
+			y[2+j] = byte(int8(roundf(float32(v * id))))
+		}
+		src, dst = src[32:], dst[34:]
+	}
+}
+
+// TestEncodeQ8_0MatchesPlain compares encodeQ8_0 (q8EncodeAVX2 where the CPU
+// has AVX2, and the SSE2 block kernels) with plainQ8_0 on rows of 1 to 200
+// blocks of random and adversarial data: NaNs and infinities, which stop the
+// AVX2 kernel mid-row, scales whose 1/d overflows, ties and huge values.
+func TestEncodeQ8_0MatchesPlain(t *testing.T) {
+	eachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(61, 62))
+		x := make([]float32, 32*200)
+		got := make([]byte, 34*200)
+		want := make([]byte, 34*200)
+		for iter := 0; iter < 3000; iter++ {
+			n := 1 + r.IntN(200)
+			for b := range n {
+				adversarialGroup(r, x[32*b:32*b+32])
+				if r.IntN(4) == 0 { // a plain block between hard ones
+					for i := range x[32*b : 32*b+32] {
+						x[32*b+i] = float32(r.NormFloat64())
+					}
+				}
+			}
+			encodeQ8_0(got[:34*n], x[:32*n])
+			plainQ8_0(want[:34*n], x[:32*n])
+			if !bytes.Equal(got[:34*n], want[:34*n]) {
+				for b := range n {
+					if g, w := got[34*b:34*b+34], want[34*b:34*b+34]; !bytes.Equal(g, w) {
+						t.Fatalf("row of %d blocks, block %d %v:\ngot  %v\nwant %v", n, b, x[32*b:32*b+32], g, w)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestQ2Search8MatchesScalar checks q2_K's eight-group search (groups of 16,
 // absolute error; AVX2 where the CPU has it, and SSE2) against the literal
 // make_qkx2_quants, group by group, on random and adversarial groups.
