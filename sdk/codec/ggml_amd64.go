@@ -195,6 +195,16 @@ func legacyBlocksAVX2(dst *float32, qs, qh *byte, stride int, ds, ms *float32, n
 //go:noescape
 func q8EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
 
+// q40EncodeAVX2 encodes up to n q4_0 blocks of the floats at x into the
+// 18-byte blocks at q, all but their scales: block i's nibbles go to
+// q[18i+2:18i+18] and its d (max/-8) to d[i], as encodeQ4_0Block computes
+// them. It stops before the first block encodeQ4_0Block's fast path would
+// not take (an element that is Inf or NaN, or a 1/d that overflows) and
+// returns how many blocks it encoded.
+//
+//go:noescape
+func q40EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
+
 // q8BlocksAVX2 is q8BlocksSSE2, eight elements per instruction.
 //
 //go:noescape

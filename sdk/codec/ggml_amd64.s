@@ -657,3 +657,128 @@ q8edone:
 	MOVQ         AX, done+32(FP)
 	VZEROUPPER
 	RET
+
+// func q40EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
+// Encodes up to n q4_0 blocks of 32 floats from x into the 18-byte blocks
+// at q, all but their scales: block i's nibbles go to q[18i+2:18i+18] and
+// its d, max/-8 with max the first element of the largest magnitude, to
+// d[i]. It stops before the first block encodeQ4_0's fast path does not
+// take (a non-finite element, or a 1/d that overflows) and returns the
+// number of blocks encoded.
+TEXT ·q40EncodeAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         q+8(FP), DI
+	MOVQ         d+16(FP), DX
+	MOVQ         n+24(FP), CX
+	XORQ         AX, AX
+	MOVL         $0x7FFFFFFF, BX
+	VMOVD        BX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0xC1000000, BX // -8
+	VMOVD        BX, X14
+	MOVL         $0x3F800000, BX // 1
+	VMOVD        BX, X13
+	MOVL         $0x41080000, BX // 8.5
+	VMOVD        BX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $15, BX
+	VMOVD        BX, X10
+	VPBROADCASTD X10, Y10
+
+q40eloop:
+	CMPQ         AX, CX
+	JGE          q40edone
+	VMOVUPS      0(SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VPAND        Y15, Y0, Y4
+	VPAND        Y15, Y1, Y5
+	VPAND        Y15, Y2, Y6
+	VPAND        Y15, Y3, Y7
+	VPMAXUD      Y5, Y4, Y8
+	VPMAXUD      Y7, Y6, Y9
+	VPMAXUD      Y9, Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPMAXUD      X9, X8, X8
+	VPSHUFD      $0x4E, X8, X9
+	VPMAXUD      X9, X8, X8
+	VPSHUFD      $0xB1, X8, X9
+	VPMAXUD      X9, X8, X8 // the largest |x| as bits, in every lane
+	VMOVD        X8, BX
+	CMPL         BX, $0x7F800000
+	JAE          q40edone // Inf or NaN
+	VXORPS       X11, X11, X11 // max = +0 when every element is ±0
+	TESTL        BX, BX
+	JZ           q40emax
+	// The first element of that magnitude, with its sign.
+	VINSERTI128  $1, X8, Y8, Y8
+	VPCMPEQD     Y8, Y4, Y4
+	VMOVMSKPS    Y4, BX
+	VPCMPEQD     Y8, Y5, Y5
+	VMOVMSKPS    Y5, R8
+	SHLL         $8, R8
+	ORL          R8, BX
+	VPCMPEQD     Y8, Y6, Y6
+	VMOVMSKPS    Y6, R8
+	SHLL         $16, R8
+	ORL          R8, BX
+	VPCMPEQD     Y8, Y7, Y7
+	VMOVMSKPS    Y7, R8
+	SHLL         $24, R8
+	ORL          R8, BX
+	BSFL         BX, BX
+	VMOVSS       (SI)(BX*4), X11
+
+q40emax:
+	VDIVSS       X14, X11, X11 // d = max / -8
+	VXORPS       X9, X9, X9 // id = 0 when d is ±0
+	VMOVD        X11, BX
+	ANDL         $0x7FFFFFFF, BX
+	JZ           q40ezero
+	VDIVSS       X11, X13, X9 // id = 1 / d
+	VMOVD        X9, BX
+	ANDL         $0x7FFFFFFF, BX
+	CMPL         BX, $0x7F800000
+	JAE          q40edone
+
+q40ezero:
+	VMOVSS       X11, (DX)(AX*4)
+	VBROADCASTSS X9, Y9
+	// min(15, trunc(x·id + 8.5)); x - 0 is x, so nibbles' subtraction is
+	// left out.
+	VMULPS       Y9, Y0, Y0
+	VADDPS       Y12, Y0, Y0
+	VCVTTPS2DQ   Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VMULPS       Y9, Y1, Y1
+	VADDPS       Y12, Y1, Y1
+	VCVTTPS2DQ   Y1, Y1
+	VPMINSD      Y10, Y1, Y1
+	VMULPS       Y9, Y2, Y2
+	VADDPS       Y12, Y2, Y2
+	VCVTTPS2DQ   Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VMULPS       Y9, Y3, Y3
+	VADDPS       Y12, Y3, Y3
+	VCVTTPS2DQ   Y3, Y3
+	VPMINSD      Y10, Y3, Y3
+	// Byte j: element j in the low nibble, element j+16 in the high one.
+	VPSLLD       $4, Y2, Y2
+	VPOR         Y2, Y0, Y0
+	VPSLLD       $4, Y3, Y3
+	VPOR         Y3, Y1, Y1
+	VPACKUSDW    Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSWB    X1, X0, X0
+	VPSHUFD      $0xD8, X0, X0
+	VMOVDQU      X0, 2(DI)
+	ADDQ         $128, SI
+	ADDQ         $18, DI
+	INCQ         AX
+	JMP          q40eloop
+
+q40edone:
+	MOVQ         AX, done+32(FP)
+	VZEROUPPER
+	RET

@@ -30,27 +30,33 @@ func init() {
 
 func encodeQ8_0(dst []byte, src []float32) {
 	if useAVX2 {
-		// Up to 64 blocks at a time: the kernel's levels and scales, then
-		// the scales as binary16; a block the kernel leaves goes the
-		// scalar way.
-		var ds [64]float32
-		for len(src) >= 32 && len(dst) >= 34 {
-			n := min(len(ds), len(src)/32, len(dst)/34)
-			done := q8EncodeAVX2(&src[0], &dst[0], &ds[0], n)
-			for i, d := range ds[:done] {
-				putF16(dst[34*i:], d)
-			}
-			src, dst = src[32*done:], dst[34*done:]
-			if done < n {
-				encodeQ8_0Block(dst[:34], src[:32])
-				src, dst = src[32:], dst[34:]
-			}
-		}
+		encodeBlocksAVX2(dst, src, 34, q8EncodeAVX2, encodeQ8_0Block)
 		return
 	}
 	for len(src) >= 32 && len(dst) >= 34 {
 		encodeQ8_0Block(dst[:34], src[:32])
 		src, dst = src[32:], dst[34:]
+	}
+}
+
+// encodeBlocksAVX2 encodes the blocks of 32 floats of src into dst, blocks
+// of blockBytes that begin with a binary16 scale, with kernel, an AVX2
+// encoder that leaves the scales to its caller (q8EncodeAVX2,
+// q40EncodeAVX2): up to 64 blocks per call, their scales stored after it,
+// and a block the kernel stops before encoded by block, the scalar way.
+func encodeBlocksAVX2(dst []byte, src []float32, blockBytes int, kernel func(x *float32, q *byte, d *float32, n int) int, block func(y []byte, x []float32)) {
+	var ds [64]float32
+	for len(src) >= 32 && len(dst) >= blockBytes {
+		n := min(len(ds), len(src)/32, len(dst)/blockBytes)
+		done := kernel(&src[0], &dst[0], &ds[0], n)
+		for i, d := range ds[:done] {
+			putF16(dst[blockBytes*i:], d)
+		}
+		src, dst = src[32*done:], dst[blockBytes*done:]
+		if done < n {
+			block(dst[:blockBytes], src[:32])
+			src, dst = src[32:], dst[blockBytes:]
+		}
 	}
 }
 
@@ -203,42 +209,51 @@ func nibblesGo(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh
 }
 
 func encodeQ4_0(dst []byte, src []float32) {
+	if useAVX2 {
+		encodeBlocksAVX2(dst, src, 18, q40EncodeAVX2, encodeQ4_0Block)
+		return
+	}
 	for len(src) >= 32 && len(dst) >= 18 {
-		x := (*[32]float32)(src[:32])
-		y := (*[18]byte)(dst[:18])
-		if useSSE2 {
-			if d, ok := q40BlockSSE2(&x[0], &y[2]); ok {
-				putF16(y[:], d)
-				src, dst = src[32:], dst[18:]
-				continue
-			}
-		}
-		m, mv := firstAbsMax32(x)
-		max := math.Float32frombits(mv)
-		finite := m < 0x7f800000
-		if !finite {
-			_, max = argMaxAbs(x[:])
-		}
-		d := max / -8
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		putF16(y[:], d)
-		q := (*[16]byte)(y[2:])
-		if finite && fabs(id) <= math.MaxFloat32 {
-			// x·id + 8.5 lies in [0.5, 16.5]: the truncation is in range and
-			// only 16 (from the element equal to -max) needs the clamp to 15.
-			// x - 0 is x, so the subtraction changes nothing.
-			nibbles(x, 0, id, 8.5, 15, q)
-		} else {
-			for j := 0; j < 16; j++ {
-				a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
-				b := int32(int8(cvtt(float32(x[j+16]*id) + 8.5)))
-				q[j] = byte(min(15, a)) | byte(min(15, b))<<4
-			}
-		}
+		encodeQ4_0Block(dst[:18], src[:32])
 		src, dst = src[32:], dst[18:]
+	}
+}
+
+// encodeQ4_0Block encodes the 32 floats of src into the 18-byte block dst,
+// as quantize_row_q4_0_ref does.
+func encodeQ4_0Block(dst []byte, src []float32) {
+	x := (*[32]float32)(src[:32])
+	y := (*[18]byte)(dst[:18])
+	if useSSE2 {
+		if d, ok := q40BlockSSE2(&x[0], &y[2]); ok {
+			putF16(y[:], d)
+			return
+		}
+	}
+	m, mv := firstAbsMax32(x)
+	max := math.Float32frombits(mv)
+	finite := m < 0x7f800000
+	if !finite {
+		_, max = argMaxAbs(x[:])
+	}
+	d := max / -8
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[:], d)
+	q := (*[16]byte)(y[2:])
+	if finite && fabs(id) <= math.MaxFloat32 {
+		// x·id + 8.5 lies in [0.5, 16.5]: the truncation is in range and
+		// only 16 (from the element equal to -max) needs the clamp to 15.
+		// x - 0 is x, so the subtraction changes nothing.
+		nibbles(x, 0, id, 8.5, 15, q)
+	} else {
+		for j := 0; j < 16; j++ {
+			a := int32(int8(cvtt(float32(x[j]*id) + 8.5)))
+			b := int32(int8(cvtt(float32(x[j+16]*id) + 8.5)))
+			q[j] = byte(min(15, a)) | byte(min(15, b))<<4
+		}
 	}
 }
 

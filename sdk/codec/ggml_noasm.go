@@ -32,6 +32,10 @@ func q8EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int) {
 	panic("codec: no AVX2 kernels on this platform")
 }
 
+func q40EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int) {
+	panic("codec: no AVX2 kernels on this platform")
+}
+
 func qxSearch4SSE2(s *quads, num *float32, n int, lo, hi int32) {
 	panic("codec: no SSE2 kernels on this platform")
 }

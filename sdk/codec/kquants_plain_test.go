@@ -999,23 +999,43 @@ func encodeQ4_0Plain(y []byte, x []float32) {
 	}
 }
 
-// TestEncodeQ4_0MatchesPlain checks the q4_0 encoder (its one-call SSE2
-// block where there is one) against ggml's loop on adversarial blocks.
+// TestEncodeQ4_0MatchesPlain checks the q4_0 encoder (q40EncodeAVX2 where
+// the CPU has AVX2, and the one-call SSE2 block) against ggml's loop on rows
+// of 1 to 200 adversarial blocks: NaNs and infinities, which stop the AVX2
+// kernel mid-row, blocks of zeros of either sign, ties of opposite sign
+// (the first of the largest magnitude sets the sign of d) and scales whose
+// 1/d overflows.
 func TestEncodeQ4_0MatchesPlain(t *testing.T) {
-	r := rand.New(rand.NewPCG(29, 30))
-	var x [32]float32
-	var a, b [18]byte
-	for iter := 0; iter < 20000; iter++ {
-		adversarialBlock(r, x[:])
-		if iter%3 == 0 { // ties of opposite sign
-			x[r.IntN(32)] = -x[r.IntN(32)]
+	eachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(29, 30))
+		x := make([]float32, 32*200)
+		got := make([]byte, 18*200)
+		want := make([]byte, 18*200)
+		for iter := 0; iter < 3000; iter++ {
+			n := 1 + r.IntN(200)
+			for b := range n {
+				xb := x[32*b : 32*b+32]
+				adversarialGroup(r, xb)
+				switch r.IntN(4) {
+				case 0: // ties of opposite sign
+					xb[r.IntN(32)] = -xb[r.IntN(32)]
+				case 1: // a plain block between hard ones
+					for i := range xb {
+						xb[i] = float32(r.NormFloat64())
+					}
+				}
+			}
+			encodeQ4_0(got[:18*n], x[:32*n])
+			for b := range n {
+				encodeQ4_0Plain(want[18*b:18*b+18], x[32*b:32*b+32])
+			}
+			for b := range n {
+				if g, w := got[18*b:18*b+18], want[18*b:18*b+18]; !bytes.Equal(g, w) {
+					t.Fatalf("row of %d blocks, block %d %v:\n got %x\nwant %x", n, b, x[32*b:32*b+32], g, w)
+				}
+			}
 		}
-		encodeQ4_0(a[:], x[:])
-		encodeQ4_0Plain(b[:], x[:])
-		if a != b {
-			t.Fatalf("encodeQ4_0(%v):\n got %x\nwant %x", x, a, b)
-		}
-	}
+	})
 }
 
 // TestK4Search8MatchesScalar checks the eight-group search of q4_K and q5_K
