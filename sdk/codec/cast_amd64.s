@@ -232,3 +232,54 @@ hloop:
 
 hdone:
 	RET
+
+// func f16ToF32F16C(dst, src *byte, n int)
+// n binary16 at src (n a multiple of 16) to float32 at dst with F16C's
+// VCVTPH2PS, which widens exactly and, as f16Bits, turns a NaN into the
+// float32 NaN of the same sign and payload with the quiet bit set.
+TEXT ·f16ToF32F16C(SB), NOSPLIT, $0-24
+	MOVQ      dst+0(FP), DI
+	MOVQ      src+8(FP), SI
+	MOVQ      n+16(FP), CX
+	SHRQ      $4, CX
+	JZ        hcdone
+
+hcloop:
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       hcloop
+
+hcdone:
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX2(dst, src *byte, n int)
+// n bfloat16 at src (n a multiple of 16) to float32 at dst: bits << 16,
+// eight at a time.
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ      dst+0(FP), DI
+	MOVQ      src+8(FP), SI
+	MOVQ      n+16(FP), CX
+	SHRQ      $4, CX
+	JZ        bwdone
+
+bwloop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD    $16, Y0, Y0
+	VPSLLD    $16, Y1, Y1
+	VMOVDQU   Y0, (DI)
+	VMOVDQU   Y1, 32(DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       bwloop
+
+bwdone:
+	VZEROUPPER
+	RET

@@ -109,9 +109,11 @@ func TestCastKernelsExhaustive(t *testing.T) {
 	}
 }
 
-// TestF16WideningExhaustive decodes every binary16 value (in both bulk
-// paths, at every position of the kernel's 16-element stride and in the
-// scalar tail) and compares the result with f16Bits.
+// TestF16WideningExhaustive decodes every binary16 and every bfloat16 value
+// (in both bulk paths, at every position of the kernels' 16-element stride
+// and in the scalar tail), with the SSE2 kernels and with the AVX2 and F16C
+// ones where the CPU has them, and compares the results with f16Bits and
+// BFloat16ToFloat32.
 func TestF16WideningExhaustive(t *testing.T) {
 	const n = 1<<16 + 7 // a tail the kernel leaves to the scalar loop
 	src := make([]byte, 2*n)
@@ -120,22 +122,35 @@ func TestF16WideningExhaustive(t *testing.T) {
 	}
 	f32 := make([]float32, n)
 	raw := make([]byte, 4*n)
-	for shift := range 2 {
-		s := src[2*shift:]
-		m := n - shift
-		decodeF16(f32[:m], s)
-		f16ToF32Bytes(raw, s, m)
-		for i := range m {
-			h := binary.LittleEndian.Uint16(s[2*i:])
-			want := f16Bits(h)
-			if got := math.Float32bits(f32[i]); got != want {
-				t.Fatalf("decodeF16 of %#04x at %d: %#08x, want %#08x", h, i, got, want)
-			}
-			if got := binary.LittleEndian.Uint32(raw[4*i:]); got != want {
-				t.Fatalf("f16ToF32Bytes of %#04x at %d: %#08x, want %#08x", h, i, got, want)
+	widenings := []struct {
+		name        string
+		decode      func([]float32, []byte)
+		decodeBytes func(dst, src []byte, n int)
+		want        func(uint16) uint32
+	}{
+		{"f16", decodeF16, f16ToF32Bytes, f16Bits},
+		{"bf16", decodeBF16, bf16ToF32Bytes, func(h uint16) uint32 { return math.Float32bits(BFloat16ToFloat32(h)) }},
+	}
+	eachKernelSet(t, func(t *testing.T) {
+		for _, w := range widenings {
+			for shift := range 2 {
+				s := src[2*shift:]
+				m := n - shift
+				w.decode(f32[:m], s)
+				w.decodeBytes(raw, s, m)
+				for i := range m {
+					h := binary.LittleEndian.Uint16(s[2*i:])
+					want := w.want(h)
+					if got := math.Float32bits(f32[i]); got != want {
+						t.Fatalf("decoding %s %#04x at %d: %#08x, want %#08x", w.name, h, i, got, want)
+					}
+					if got := binary.LittleEndian.Uint32(raw[4*i:]); got != want {
+						t.Fatalf("widening the bytes of %s %#04x at %d: %#08x, want %#08x", w.name, h, i, got, want)
+					}
+				}
 			}
 		}
-	}
+	})
 }
 
 // TestHalfToHalfExhaustive holds the direct bf16 → f16 and f16 → bf16

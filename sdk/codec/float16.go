@@ -81,7 +81,7 @@ func f16Tab() *[1 << 16]uint32 {
 
 func decodeF16(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
-	k := castSSE2(f16ToF32SSE2, f32Bytes(dst), 4, src, 2, len(dst))
+	k := castSSE2(widenF16, f32Bytes(dst), 4, src, 2, len(dst))
 	dst, src = dst[k:], src[2*k:]
 	if len(dst) == 0 {
 		return // no tail: the table is not needed
@@ -100,9 +100,28 @@ func f32Bytes(x []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 }
 
-// castSSE2 runs an SSE2 cast kernel on the first n &^ 15 elements of src
-// (elements of sb bytes) into dst (elements of db bytes) and returns how
-// many it converted; the caller converts the rest.
+// widenF16 widens n binary16 at src (n a multiple of 16) to float32 at dst,
+// as f16Bits, with F16C where the CPU has it beside AVX2.
+func widenF16(dst, src *byte, n int) {
+	if useAVX2 && hasF16C {
+		f16ToF32F16C(dst, src, n)
+		return
+	}
+	f16ToF32SSE2(dst, src, n)
+}
+
+// widenBF16 widens n bfloat16 at src (n a multiple of 16) to float32 at dst.
+func widenBF16(dst, src *byte, n int) {
+	if useAVX2 {
+		bf16ToF32AVX2(dst, src, n)
+		return
+	}
+	bf16ToF32SSE2(dst, src, n)
+}
+
+// castSSE2 runs a cast kernel (SSE2, or a wider one beside it) on the first
+// n &^ 15 elements of src (elements of sb bytes) into dst (elements of db
+// bytes) and returns how many it converted; the caller converts the rest.
 func castSSE2(k func(dst, src *byte, n int), dst []byte, db int, src []byte, sb int, n int) int {
 	m := n &^ 15
 	if !useSSE2 || m == 0 {
@@ -144,7 +163,7 @@ func bf16FromBits(b uint32) uint16 {
 
 func decodeBF16(dst []float32, src []byte) {
 	src = src[:2*len(dst)]
-	k := castSSE2(bf16ToF32SSE2, f32Bytes(dst), 4, src, 2, len(dst))
+	k := castSSE2(widenBF16, f32Bytes(dst), 4, src, 2, len(dst))
 	dst, src = dst[k:], src[2*k:]
 	for i := range dst {
 		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)

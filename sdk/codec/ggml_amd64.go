@@ -17,6 +17,10 @@ var useAVX2 = cpu.X86.HasAVX2
 // ones do, sixteen lanes at a time.
 var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
+// hasF16C reports F16C's conversions between binary16 and float32, which
+// f16ToF32F16C uses beside AVX.
+var hasF16C = cpu.X86.HasF16C
+
 // roundClampSSE2 is roundLevelsGo for n elements, n a multiple of 4.
 //
 //go:noescape
@@ -131,6 +135,17 @@ func f16ToF32SSE2(dst, src *byte, n int)
 //
 //go:noescape
 func bf16ToF32SSE2(dst, src *byte, n int)
+
+// f16ToF32F16C is f16ToF32SSE2 with F16C's VCVTPH2PS, eight values per
+// instruction.
+//
+//go:noescape
+func f16ToF32F16C(dst, src *byte, n int)
+
+// bf16ToF32AVX2 is bf16ToF32SSE2, eight values per instruction.
+//
+//go:noescape
+func bf16ToF32AVX2(dst, src *byte, n int)
 
 // dqSSE2 is dqGo for n elements, n a multiple of 16.
 //

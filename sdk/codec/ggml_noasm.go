@@ -8,6 +8,8 @@ var useAVX2 = false
 
 var useAVX512 = false
 
+const hasF16C = false
+
 func roundClampSSE2(dst, x *float32, n int, scale float32, lo, hi int32) bool {
 	panic("codec: no SSE2 kernels on this platform")
 }
@@ -94,6 +96,14 @@ func f16ToF32SSE2(dst, src *byte, n int) {
 
 func bf16ToF32SSE2(dst, src *byte, n int) {
 	panic("codec: no SSE2 kernels on this platform")
+}
+
+func f16ToF32F16C(dst, src *byte, n int) {
+	panic("codec: no F16C kernels on this platform")
+}
+
+func bf16ToF32AVX2(dst, src *byte, n int) {
+	panic("codec: no AVX2 kernels on this platform")
 }
 
 func dqSSE2(dst *float32, b, h *byte, n int, p *dqParams, d, m float32) {

@@ -40,7 +40,7 @@ func directKernel(from, to tensor.DType) kernel {
 
 func f16ToF32Bytes(dst, src []byte, n int) {
 	src, dst = src[:2*n], dst[:4*n]
-	k := castSSE2(f16ToF32SSE2, dst, 4, src, 2, n)
+	k := castSSE2(widenF16, dst, 4, src, 2, n)
 	dst, src, n = dst[4*k:], src[2*k:], n-k
 	if n == 0 {
 		return // no tail: the table is not needed
@@ -53,7 +53,7 @@ func f16ToF32Bytes(dst, src []byte, n int) {
 
 func bf16ToF32Bytes(dst, src []byte, n int) {
 	src, dst = src[:2*n], dst[:4*n]
-	k := castSSE2(bf16ToF32SSE2, dst, 4, src, 2, n)
+	k := castSSE2(widenBF16, dst, 4, src, 2, n)
 	dst, src, n = dst[4*k:], src[2*k:], n-k
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(dst[4*i:], uint32(binary.LittleEndian.Uint16(src[2*i:]))<<16)
