@@ -283,3 +283,43 @@ bwloop:
 bwdone:
 	VZEROUPPER
 	RET
+
+// func f16FromF32F16C(dst, src *byte, n int)
+// n float32 at src (n a multiple of 16) to binary16 at dst, as
+// Float32ToFloat16: F16C's VCVTPS2PH rounds to nearest even, overflows to
+// infinity from 65520 and keeps subnormal results, as it does; a NaN, whose
+// payload VCVTPS2PH would keep in part, becomes its sign | 0x7E00.
+TEXT ·f16FromF32F16C(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $3, CX
+	JZ           hndone
+	MOVL         $0x8000, BX
+	VMOVD        BX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x7E00, BX
+	VMOVD        BX, X14
+	VPBROADCASTD X14, Y14
+
+hnloop:
+	VMOVUPS      (SI), Y0
+	VCVTPS2PH    $0, Y0, X1
+	VCMPPS       $3, Y0, Y0, Y2 // unordered: the NaN lanes
+	VPSRLD       $16, Y0, Y3
+	VPAND        Y15, Y3, Y3
+	VPOR         Y14, Y3, Y3 // sign | 0x7E00
+	VEXTRACTI128 $1, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VEXTRACTI128 $1, Y2, X4
+	VPACKSSDW    X4, X2, X2
+	VPBLENDVB    X2, X3, X1, X1
+	VMOVDQU      X1, (DI)
+	ADDQ         $32, SI
+	ADDQ         $16, DI
+	DECQ         CX
+	JNZ          hnloop
+
+hndone:
+	VZEROUPPER
+	RET

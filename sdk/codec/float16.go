@@ -110,6 +110,16 @@ func widenF16(dst, src *byte, n int) {
 	f16ToF32SSE2(dst, src, n)
 }
 
+// narrowF16 rounds n float32 at src (n a multiple of 16) to binary16 at dst,
+// as Float32ToFloat16, with F16C where the CPU has it beside AVX2.
+func narrowF16(dst, src *byte, n int) {
+	if useAVX2 && hasF16C {
+		f16FromF32F16C(dst, src, n)
+		return
+	}
+	f16FromF32SSE2(dst, src, n)
+}
+
 // widenBF16 widens n bfloat16 at src (n a multiple of 16) to float32 at dst.
 func widenBF16(dst, src *byte, n int) {
 	if useAVX2 {
@@ -134,7 +144,7 @@ func castSSE2(k func(dst, src *byte, n int), dst []byte, db int, src []byte, sb 
 
 func encodeF16(dst []byte, src []float32) {
 	dst = dst[:2*len(src)]
-	k := castSSE2(f16FromF32SSE2, dst, 2, f32Bytes(src), 4, len(src))
+	k := castSSE2(narrowF16, dst, 2, f32Bytes(src), 4, len(src))
 	dst, src = dst[2*k:], src[k:]
 	for i, f := range src {
 		binary.LittleEndian.PutUint16(dst[2*i:], Float32ToFloat16(f))

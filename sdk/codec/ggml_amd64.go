@@ -142,6 +142,12 @@ func bf16ToF32SSE2(dst, src *byte, n int)
 //go:noescape
 func f16ToF32F16C(dst, src *byte, n int)
 
+// f16FromF32F16C is f16FromF32SSE2 with F16C's VCVTPS2PH, eight values per
+// instruction.
+//
+//go:noescape
+func f16FromF32F16C(dst, src *byte, n int)
+
 // bf16ToF32AVX2 is bf16ToF32SSE2, eight values per instruction.
 //
 //go:noescape

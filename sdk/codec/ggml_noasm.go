@@ -102,6 +102,10 @@ func f16ToF32F16C(dst, src *byte, n int) {
 	panic("codec: no F16C kernels on this platform")
 }
 
+func f16FromF32F16C(dst, src *byte, n int) {
+	panic("codec: no F16C kernels on this platform")
+}
+
 func bf16ToF32AVX2(dst, src *byte, n int) {
 	panic("codec: no AVX2 kernels on this platform")
 }

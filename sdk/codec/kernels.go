@@ -62,7 +62,7 @@ func bf16ToF32Bytes(dst, src []byte, n int) {
 
 func f32ToF16Bytes(dst, src []byte, n int) {
 	src, dst = src[:4*n], dst[:2*n]
-	k := castSSE2(f16FromF32SSE2, dst, 2, src, 4, n)
+	k := castSSE2(narrowF16, dst, 2, src, 4, n)
 	dst, src, n = dst[2*k:], src[4*k:], n-k
 	for i := 0; i < n; i++ {
 		f := math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
