@@ -1006,34 +1006,9 @@ func encodeQ4_0Plain(y []byte, x []float32) {
 // (the first of the largest magnitude sets the sign of d) and scales whose
 // 1/d overflows.
 func TestEncodeQ4_0MatchesPlain(t *testing.T) {
-	eachKernelSet(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(29, 30))
-		x := make([]float32, 32*200)
-		got := make([]byte, 18*200)
-		want := make([]byte, 18*200)
-		for iter := 0; iter < 3000; iter++ {
-			n := 1 + r.IntN(200)
-			for b := range n {
-				xb := x[32*b : 32*b+32]
-				adversarialGroup(r, xb)
-				switch r.IntN(4) {
-				case 0: // ties of opposite sign
-					xb[r.IntN(32)] = -xb[r.IntN(32)]
-				case 1: // a plain block between hard ones
-					for i := range xb {
-						xb[i] = float32(r.NormFloat64())
-					}
-				}
-			}
-			encodeQ4_0(got[:18*n], x[:32*n])
-			for b := range n {
-				encodeQ4_0Plain(want[18*b:18*b+18], x[32*b:32*b+32])
-			}
-			for b := range n {
-				if g, w := got[18*b:18*b+18], want[18*b:18*b+18]; !bytes.Equal(g, w) {
-					t.Fatalf("row of %d blocks, block %d %v:\n got %x\nwant %x", n, b, x[32*b:32*b+32], g, w)
-				}
-			}
+	testBlockRows(t, 29, 18, encodeQ4_0, encodeQ4_0Plain, func(r *rand.Rand, xb []float32) {
+		if r.IntN(4) == 0 { // ties of opposite sign
+			xb[r.IntN(32)] = -xb[r.IntN(32)]
 		}
 	})
 }
@@ -1352,28 +1327,41 @@ func plainQ8_0(dst []byte, src []float32) {
 // blocks of random and adversarial data: NaNs and infinities, which stop the
 // AVX2 kernel mid-row, scales whose 1/d overflows, ties and huge values.
 func TestEncodeQ8_0MatchesPlain(t *testing.T) {
+	testBlockRows(t, 61, 34, encodeQ8_0, plainQ8_0, nil)
+}
+
+// testBlockRows holds encode, a row encoder of blocks of 32 floats into
+// blockBytes each, to plain, ggml's loop for one block, under each kernel
+// set, on 3000 rows of 1 to 200 blocks: each block adversarial
+// (adversarialGroup), one in four of them plain normal data between the hard
+// ones, then shaped by vary when it is not nil.
+func testBlockRows(t *testing.T, seed uint64, blockBytes int, encode, plain func([]byte, []float32), vary func(*rand.Rand, []float32)) {
 	eachKernelSet(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(61, 62))
+		r := rand.New(rand.NewPCG(seed, seed+1))
 		x := make([]float32, 32*200)
-		got := make([]byte, 34*200)
-		want := make([]byte, 34*200)
+		got := make([]byte, blockBytes*200)
+		want := make([]byte, blockBytes*200)
 		for iter := 0; iter < 3000; iter++ {
 			n := 1 + r.IntN(200)
 			for b := range n {
-				adversarialGroup(r, x[32*b:32*b+32])
-				if r.IntN(4) == 0 { // a plain block between hard ones
-					for i := range x[32*b : 32*b+32] {
-						x[32*b+i] = float32(r.NormFloat64())
+				xb := x[32*b : 32*b+32]
+				adversarialGroup(r, xb)
+				if r.IntN(4) == 0 {
+					for i := range xb {
+						xb[i] = float32(r.NormFloat64())
 					}
 				}
+				if vary != nil {
+					vary(r, xb)
+				}
 			}
-			encodeQ8_0(got[:34*n], x[:32*n])
-			plainQ8_0(want[:34*n], x[:32*n])
-			if !bytes.Equal(got[:34*n], want[:34*n]) {
-				for b := range n {
-					if g, w := got[34*b:34*b+34], want[34*b:34*b+34]; !bytes.Equal(g, w) {
-						t.Fatalf("row of %d blocks, block %d %v:\ngot  %v\nwant %v", n, b, x[32*b:32*b+32], g, w)
-					}
+			encode(got[:blockBytes*n], x[:32*n])
+			for b := range n {
+				plain(want[blockBytes*b:blockBytes*(b+1)], x[32*b:32*b+32])
+			}
+			for b := range n {
+				if g, w := got[blockBytes*b:blockBytes*(b+1)], want[blockBytes*b:blockBytes*(b+1)]; !bytes.Equal(g, w) {
+					t.Fatalf("row of %d blocks, block %d %v:\n got %x\nwant %x", n, b, x[32*b:32*b+32], g, w)
 				}
 			}
 		}
