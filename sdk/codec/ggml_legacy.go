@@ -46,11 +46,15 @@ func encodeQ8_0(dst []byte, src []float32) {
 // and a block the kernel stops before encoded by block, the scalar way.
 func encodeBlocksAVX2(dst []byte, src []float32, blockBytes int, kernel func(x *float32, q *byte, d *float32, n int) int, block func(y []byte, x []float32)) {
 	var ds [64]float32
+	var hs [2 * len(ds)]byte
 	for len(src) >= 32 && len(dst) >= blockBytes {
 		n := min(len(ds), len(src)/32, len(dst)/blockBytes)
 		done := kernel(&src[0], &dst[0], &ds[0], n)
-		for i, d := range ds[:done] {
-			putF16(dst[blockBytes*i:], d)
+		// The scales as binary16 in bulk (F16C's conversion where the CPU
+		// has it), then into their blocks.
+		f32ToF16Bytes(hs[:], f32Bytes(ds[:done]), done)
+		for i := range done {
+			dst[blockBytes*i], dst[blockBytes*i+1] = hs[2*i], hs[2*i+1]
 		}
 		src, dst = src[32*done:], dst[blockBytes*done:]
 		if done < n {
