@@ -581,6 +581,30 @@ DATA q8perm<>+16(SB)/8, $0x0000000600000002
 DATA q8perm<>+24(SB)/8, $0x0000000700000003
 GLOBL q8perm<>(SB), RODATA|NOPTR, $32
 
+// BLOCKAMAX loads the block of 32 floats at SI into Y0-Y3, their |x| as
+// bits into Y4-Y7 (Y15 holds 0x7FFFFFFF in every lane), and the largest of
+// those into every lane of X8 and into BX: amax, as finiteAbsMax finds it
+// (finite floats order as their bits). Clobbers Y9.
+#define BLOCKAMAX \
+	VMOVUPS      0(SI), Y0; \
+	VMOVUPS      32(SI), Y1; \
+	VMOVUPS      64(SI), Y2; \
+	VMOVUPS      96(SI), Y3; \
+	VPAND        Y15, Y0, Y4; \
+	VPAND        Y15, Y1, Y5; \
+	VPAND        Y15, Y2, Y6; \
+	VPAND        Y15, Y3, Y7; \
+	VPMAXUD      Y5, Y4, Y8; \
+	VPMAXUD      Y7, Y6, Y9; \
+	VPMAXUD      Y9, Y8, Y8; \
+	VEXTRACTI128 $1, Y8, X9; \
+	VPMAXUD      X9, X8, X8; \
+	VPSHUFD      $0x4E, X8, X9; \
+	VPMAXUD      X9, X8, X8; \
+	VPSHUFD      $0xB1, X8, X9; \
+	VPMAXUD      X9, X8, X8; \
+	VMOVD        X8, BX
+
 // func q8EncodeAVX2(x *float32, q *byte, d *float32, n int) (done int)
 // Encodes up to n q8_0 blocks of 32 floats from x into the 34-byte blocks
 // at q, all but their scales: block i's levels go to q[34i+2:34i+34] and
@@ -605,28 +629,10 @@ TEXT ·q8EncodeAVX2(SB), NOSPLIT, $0-40
 q8eloop:
 	CMPQ         AX, CX
 	JGE          q8edone
-	VMOVUPS      0(SI), Y0
-	VMOVUPS      32(SI), Y1
-	VMOVUPS      64(SI), Y2
-	VMOVUPS      96(SI), Y3
-	// amax: the largest |x| as bits (finite floats order as their bits).
-	VPAND        Y15, Y0, Y4
-	VPAND        Y15, Y1, Y5
-	VPMAXUD      Y5, Y4, Y4
-	VPAND        Y15, Y2, Y5
-	VPAND        Y15, Y3, Y6
-	VPMAXUD      Y6, Y5, Y5
-	VPMAXUD      Y5, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPMAXUD      X5, X4, X4
-	VPSHUFD      $0x4E, X4, X5
-	VPMAXUD      X5, X4, X4
-	VPSHUFD      $0xB1, X4, X5
-	VPMAXUD      X5, X4, X4
-	VMOVD        X4, BX
+	BLOCKAMAX
 	CMPL         BX, $0x7F800000
 	JAE          q8edone // Inf or NaN
-	VDIVSS       X14, X4, X5 // d = amax / 127
+	VDIVSS       X14, X8, X5 // d = amax / 127
 	VXORPS       X6, X6, X6 // id = 0 when d is 0
 	VMOVD        X5, BX
 	TESTL        BX, BX
@@ -688,24 +694,7 @@ TEXT ·q40EncodeAVX2(SB), NOSPLIT, $0-40
 q40eloop:
 	CMPQ         AX, CX
 	JGE          q40edone
-	VMOVUPS      0(SI), Y0
-	VMOVUPS      32(SI), Y1
-	VMOVUPS      64(SI), Y2
-	VMOVUPS      96(SI), Y3
-	VPAND        Y15, Y0, Y4
-	VPAND        Y15, Y1, Y5
-	VPAND        Y15, Y2, Y6
-	VPAND        Y15, Y3, Y7
-	VPMAXUD      Y5, Y4, Y8
-	VPMAXUD      Y7, Y6, Y9
-	VPMAXUD      Y9, Y8, Y8
-	VEXTRACTI128 $1, Y8, X9
-	VPMAXUD      X9, X8, X8
-	VPSHUFD      $0x4E, X8, X9
-	VPMAXUD      X9, X8, X8
-	VPSHUFD      $0xB1, X8, X9
-	VPMAXUD      X9, X8, X8 // the largest |x| as bits, in every lane
-	VMOVD        X8, BX
+	BLOCKAMAX
 	CMPL         BX, $0x7F800000
 	JAE          q40edone // Inf or NaN
 	VXORPS       X11, X11, X11 // max = +0 when every element is ±0

@@ -29,22 +29,23 @@ func init() {
 // ---- q8_0 ----
 
 func encodeQ8_0(dst []byte, src []float32) {
-	if useAVX2 {
-		encodeBlocksAVX2(dst, src, 34, q8EncodeAVX2, encodeQ8_0Block)
-		return
-	}
-	for len(src) >= 32 && len(dst) >= 34 {
-		encodeQ8_0Block(dst[:34], src[:32])
-		src, dst = src[32:], dst[34:]
-	}
+	encodeBlocks(dst, src, 34, q8EncodeAVX2, encodeQ8_0Block)
 }
 
-// encodeBlocksAVX2 encodes the blocks of 32 floats of src into dst, blocks
-// of blockBytes that begin with a binary16 scale, with kernel, an AVX2
+// encodeBlocks encodes the blocks of 32 floats of src into dst, blocks of
+// blockBytes that begin with a binary16 scale. With AVX2 it runs kernel, an
 // encoder that leaves the scales to its caller (q8EncodeAVX2,
 // q40EncodeAVX2): up to 64 blocks per call, their scales stored after it,
-// and a block the kernel stops before encoded by block, the scalar way.
-func encodeBlocksAVX2(dst []byte, src []float32, blockBytes int, kernel func(x *float32, q *byte, d *float32, n int) int, block func(y []byte, x []float32)) {
+// and a block the kernel stops before encoded by block, the scalar way;
+// without, block encodes every block.
+func encodeBlocks(dst []byte, src []float32, blockBytes int, kernel func(x *float32, q *byte, d *float32, n int) int, block func(y []byte, x []float32)) {
+	if !useAVX2 {
+		for len(src) >= 32 && len(dst) >= blockBytes {
+			block(dst[:blockBytes], src[:32])
+			src, dst = src[32:], dst[blockBytes:]
+		}
+		return
+	}
 	var ds [64]float32
 	var hs [2 * len(ds)]byte
 	for len(src) >= 32 && len(dst) >= blockBytes {
@@ -213,14 +214,7 @@ func nibblesGo(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh
 }
 
 func encodeQ4_0(dst []byte, src []float32) {
-	if useAVX2 {
-		encodeBlocksAVX2(dst, src, 18, q40EncodeAVX2, encodeQ4_0Block)
-		return
-	}
-	for len(src) >= 32 && len(dst) >= 18 {
-		encodeQ4_0Block(dst[:18], src[:32])
-		src, dst = src[32:], dst[18:]
-	}
+	encodeBlocks(dst, src, 18, q40EncodeAVX2, encodeQ4_0Block)
 }
 
 // encodeQ4_0Block encodes the 32 floats of src into the 18-byte block dst,
