@@ -67,13 +67,13 @@ func roundLevels(cur, x []float32, iscale float32, lo, hi int32) (same bool) {
 
 func roundLevelsGo(cur, x []float32, iscale float32, lo, hi int32) (same bool) {
 	x = x[:len(cur)]
-	same = true
-	for i := range cur {
-		fl := float32(clampI32(nearestInt(float32(iscale*x[i])), lo, hi))
-		same = same && math.Float32bits(fl) == math.Float32bits(cur[i])
+	var diff uint32
+	for i, v := range x {
+		fl := float32(clampI32(nearestInt(float32(iscale*v)), lo, hi))
+		diff |= math.Float32bits(fl) ^ math.Float32bits(cur[i])
 		cur[i] = fl
 	}
-	return same
+	return diff == 0
 }
 
 // qkx2State is makeQKX2's state after its first guess: the group's

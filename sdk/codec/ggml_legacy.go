@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/sluice-ml/sluice/sdk/tensor"
 )
@@ -161,9 +162,14 @@ func firstAbsMax32(x *[32]float32) (m, v uint32) {
 		}
 		return m, math.Float32bits(x[i&31])
 	}
+	return firstAbsMax32Go(x)
+}
+
+func firstAbsMax32Go(x *[32]float32) (m, v uint32) {
+	u := (*[32]uint32)(unsafe.Pointer(x))
 	var m0, m1, m2, m3, v0, v1, v2, v3 uint32
-	for j := 0; j < 8; j++ {
-		b0, b1, b2, b3 := math.Float32bits(x[j]), math.Float32bits(x[8+j]), math.Float32bits(x[16+j]), math.Float32bits(x[24+j])
+	for j := range 8 {
+		b0, b1, b2, b3 := u[j], u[8+j], u[16+j], u[24+j]
 		a0, a1, a2, a3 := b0&0x7fffffff, b1&0x7fffffff, b2&0x7fffffff, b3&0x7fffffff
 		if a0 > m0 {
 			m0, v0 = a0, b0
@@ -200,17 +206,36 @@ func nibbles(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh u
 	if useSSE2 {
 		return nibblesSSE2(&x[0], sub, mul, add, hi, &q[0])
 	}
+	if hi <= 15 {
+		nibbles4Go(x, sub, mul, add, hi, q)
+		return 0
+	}
 	return nibblesGo(x, sub, mul, add, hi, q)
 }
 
-func nibblesGo(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh uint32) {
-	for j := 0; j < 16; j++ {
+// nibbles4Go is nibblesGo for codes of four bits (hi ≤ 15), whose fifth
+// bits are all zero.
+func nibbles4Go(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) {
+	for j := range 16 {
 		a := min(hi, int32(float32(float32(x[j]-sub)*mul)+add))
 		b := min(hi, int32(float32(float32(x[j+16]-sub)*mul)+add))
 		q[j] = byte(a&15 | (b&15)<<4)
-		qh |= uint32(a>>4&1)<<j | uint32(b>>4&1)<<(j+16)
 	}
-	return qh
+}
+
+// nibblesGo is nibbles in Go. It goes from the last pair to the first so
+// that the fifth bits shift into place by one each step (a shift by a
+// variable count costs three operations on amd64).
+func nibblesGo(x *[32]float32, sub, mul, add float32, hi int32, q *[16]byte) (qh uint32) {
+	var lo, up uint32
+	for j := 15; j >= 0; j-- {
+		a := min(hi, int32(float32(float32(x[j]-sub)*mul)+add))
+		b := min(hi, int32(float32(float32(x[j+16]-sub)*mul)+add))
+		q[j] = byte(a&15 | (b&15)<<4)
+		lo = lo<<1 | uint32(a>>4&1)
+		up = up<<1 | uint32(b>>4&1)
+	}
+	return lo | up<<16
 }
 
 func encodeQ4_0(dst []byte, src []float32) {
@@ -326,15 +351,14 @@ func allFinite(x *[32]float32) bool {
 // except for the sign of zero, which the C loop takes from the first zero
 // (strict comparisons keep the first of equal values); that is looked up.
 func minMaxFinite(x *[32]float32) (lo, hi float32, finite bool) {
-	if !useSSE2 {
-		if !allFinite(x) {
-			return 0, 0, false
-		}
-		lo, hi = minMax(x[:])
-		return lo, hi, true
+	if useSSE2 {
+		var m uint32
+		lo, hi, m = minMaxSSE2(&x[0])
+		finite = m < 0x7f800000
+	} else {
+		lo, hi, finite = minMaxGo(x)
 	}
-	lo, hi, m := minMaxSSE2(&x[0])
-	if m >= 0x7f800000 {
+	if !finite {
 		return 0, 0, false
 	}
 	if lo == 0 || hi == 0 {
@@ -351,6 +375,31 @@ func minMaxFinite(x *[32]float32) (lo, hi float32, finite bool) {
 		}
 	}
 	return lo, hi, true
+}
+
+// minMaxGo is minMaxSSE2 in Go: the smallest and largest elements, and
+// whether all are finite, in one pass without branches. Each element's
+// bits become an integer of the same order (the magnitude bits flipped for
+// negative numbers: -0 just below +0), whose minimum and maximum are taken
+// in two chains, one per half; an exponent of all ones carries into the
+// top bit of nonFinite. For finite input lo and hi are those of minMax but
+// for the sign of a zero, which the caller looks up.
+func minMaxGo(x *[32]float32) (lo, hi float32, finite bool) {
+	lo0, hi0 := int32(math.MaxInt32), int32(math.MinInt32)
+	lo1, hi1 := lo0, hi0
+	var nonFinite uint32
+	for j := range 16 {
+		a, b := int32(math.Float32bits(x[j])), int32(math.Float32bits(x[16+j]))
+		nonFinite |= (uint32(a)&0x7f800000 + 0x800000) | (uint32(b)&0x7f800000 + 0x800000)
+		a ^= a >> 31 & 0x7fffffff
+		b ^= b >> 31 & 0x7fffffff
+		lo0, hi0 = min(lo0, a), max(hi0, a)
+		lo1, hi1 = min(lo1, b), max(hi1, b)
+	}
+	kmin, kmax := min(lo0, lo1), max(hi0, hi1)
+	lo = math.Float32frombits(uint32(kmin ^ kmin>>31&0x7fffffff))
+	hi = math.Float32frombits(uint32(kmax ^ kmax>>31&0x7fffffff))
+	return lo, hi, nonFinite < 0x80000000
 }
 
 // minMax is `if (v < min) min = v; if (v > max) max = v;` from ±FLT_MAX.

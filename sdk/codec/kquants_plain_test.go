@@ -434,7 +434,28 @@ func TestKernelsMatchGo(t *testing.T) {
 	}
 }
 
-// TestFirstAbsMaxMatchesLoop checks firstAbsMax32 against ggml's loop.
+// TestNibbles4GoMatchesNibblesGo checks that the four-bit loop of the Go
+// builds writes the nibbles nibblesGo writes, whose fifth bits are zero, in
+// every build.
+func TestNibbles4GoMatchesNibblesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	var x [32]float32
+	for range 20000 {
+		sub := float32(r.NormFloat64())
+		for i := range x {
+			x[i] = sub + float32(r.Float64()*16.99)
+		}
+		hi := int32(r.IntN(16))
+		var qa, qb [16]byte
+		nibbles4Go(&x, sub, 1, 0, hi, &qa)
+		if qh := nibblesGo(&x, sub, 1, 0, hi, &qb); qa != qb || qh != 0 {
+			t.Fatalf("nibbles(%v, sub %g, hi %d): four-bit %x, Go %x (fifth bits %08x)", x, sub, hi, qa, qb, qh)
+		}
+	}
+}
+
+// TestFirstAbsMaxMatchesLoop checks firstAbsMax32, and its Go path in
+// every build, against ggml's loop.
 func TestFirstAbsMaxMatchesLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	var x [32]float32
@@ -444,6 +465,9 @@ func TestFirstAbsMaxMatchesLoop(t *testing.T) {
 			x[r.IntN(32)] = -x[r.IntN(32)]
 		}
 		m, v := firstAbsMax32(&x)
+		if mg, vg := firstAbsMax32Go(&x); mg != m || vg != v {
+			t.Fatalf("firstAbsMax32Go(%v) = %#x %#x, firstAbsMax32 %#x %#x", x, mg, vg, m, v)
+		}
 		if m >= 0x7f800000 {
 			continue // not finite: callers take the slow path
 		}
@@ -978,6 +1002,49 @@ func TestEncodeQ4_1MatchesPlain(t *testing.T) {
 		encodeQ4_1Plain(b[:], x[:])
 		if a != b {
 			t.Fatalf("encodeQ4_1(%v):\n got %x\nwant %x", x, a, b)
+		}
+	}
+}
+
+// TestMinMaxGoMatchesLoop checks minMaxGo, the Go path of minMaxFinite, in
+// every build (the SSE2 builds use it nowhere else): on adversarial blocks,
+// blocks of zeros of both signs and blocks at ±FLT_MAX, its minimum and
+// maximum equal C's loop's for finite input (a zero's sign aside, which
+// minMaxFinite looks up), and it tells finite blocks from the others.
+func TestMinMaxGoMatchesLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	var x [32]float32
+	for iter := 0; iter < 20000; iter++ {
+		adversarialBlock(r, x[:])
+		switch iter % 5 {
+		case 1: // zeros of both signs among positives or negatives
+			sign := float32(1 - 2*r.IntN(2))
+			for i := range x {
+				x[i] = sign * fabs(x[i])
+			}
+			x[r.IntN(32)] = float32(math.Copysign(0, -1))
+			x[r.IntN(32)] = 0
+		case 2: // the extremes of the range
+			x[r.IntN(32)] = math.MaxFloat32
+			x[r.IntN(32)] = -math.MaxFloat32
+		}
+		lo, hi, finite := minMaxGo(&x)
+		want := true
+		for _, v := range x {
+			want = want && !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
+		}
+		if finite != want {
+			t.Fatalf("minMaxGo(%v) finite %v, want %v", x, finite, want)
+		}
+		if !finite {
+			continue
+		}
+		wlo, whi := minMax(x[:])
+		if lo != wlo || hi != whi {
+			t.Fatalf("minMaxGo(%v) = %g, %g; want %g, %g", x, lo, hi, wlo, whi)
+		}
+		if lo2, hi2, ok := minMaxFinite(&x); !ok || math.Float32bits(lo2) != math.Float32bits(wlo) || math.Float32bits(hi2) != math.Float32bits(whi) {
+			t.Fatalf("minMaxFinite(%v) = %g, %g, %v; want %g, %g", x, lo2, hi2, ok, wlo, whi)
 		}
 	}
 }
