@@ -115,6 +115,53 @@ func TestPollingCostsLittle(t *testing.T) {
 	t.Errorf("polling cost the poller more than 0.05 of a core in every run: %s", strings.Join(costs, "; "))
 }
 
+// TestShortProcessPeakRSS checks that the peak RSS of a process that lives
+// a few milliseconds, as `sluice info` does, is measured: the child touches
+// 32 MiB, waits 5 ms and exits.
+func TestShortProcessPeakRSS(t *testing.T) {
+	if os.Getenv("SLUICE_BENCH_BRIEF") != "" {
+		b := make([]byte, 32<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		time.Sleep(5 * time.Millisecond)
+		b[len(b)-1] = 2
+		return
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs Linux's /proc/PID/status")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_BENCH_BRIEF", "1")
+	m, _, err := runProcess([]string{exe, "-test.run=^TestShortProcessPeakRSS$"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.selfHWM < 32<<20 || m.maxRSS < 32<<20 {
+		t.Errorf("peak RSS %d, largest %d, of a %v process that touched 32 MiB: want at least 32 MiB", m.selfHWM, m.maxRSS, m.wall)
+	}
+}
+
+// TestPollsOftenAtTheStart checks the poller's waits: short at the start of
+// a run (startShare times the poll's cost, at least startPoll), then
+// pollShare times the poll's cost, at least minPoll.
+func TestPollsOftenAtTheStart(t *testing.T) {
+	for _, c := range []struct{ elapsed, cost, want time.Duration }{
+		{0, 20 * time.Microsecond, startPoll},
+		{startSpan - time.Millisecond, 60 * time.Microsecond, startPoll},
+		{5 * time.Millisecond, 300 * time.Microsecond, startShare * 300 * time.Microsecond},
+		{startSpan, 20 * time.Microsecond, minPoll},
+		{time.Second, 8 * time.Millisecond, pollShare * 8 * time.Millisecond},
+	} {
+		if got := pollWait(c.elapsed, c.cost); got != c.want {
+			t.Errorf("pollWait(%v, %v) = %v, want %v", c.elapsed, c.cost, got, c.want)
+		}
+	}
+}
+
 // holdMemory is the child of TestPollingCostsLittle.
 func holdMemory() {
 	b := make([]byte, 1<<30)

@@ -84,7 +84,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 				m.waited += time.Duration(v[1])
 			}
 		}()
-		var nextPSS time.Time
+		nextPSS := start.Add(startSpan)
 		for {
 			polledAt, cpuAt := time.Now(), threadCPU()
 			withPSS := !polledAt.Before(nextPSS)
@@ -102,7 +102,7 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 			select {
 			case <-done:
 				return
-			case <-time.After(max(minPoll, pollShare*cost)):
+			case <-time.After(pollWait(time.Since(start), cost)):
 			}
 		}
 	}()
@@ -129,10 +129,31 @@ func runProcess(argv []string, keep bool) (measurement, []byte, error) {
 // 1/pollShare of one core at most. T is CPU time, not the poll's wall
 // time: on a busy machine a poll waits for a core, and scaling by wall time
 // stretched the intervals until a poller skipped a 1.5 s peak.
+//
+// For the first startSpan of a run the poller reads no PSS, waits at least
+// startPoll and startShare×T: VmHWM is a high-water mark, but it can only
+// be read while the process lives, and `sluice info` lives about 10 ms, so
+// that polled every 10 ms or more its peak RSS came out as whatever the
+// first poll, just after the exec, had seen (2-5 MiB, against the 27 MiB
+// `/usr/bin/time` reports). That costs at most 1/startShare of a core for
+// startSpan: 10 ms of CPU at the start of a run, where a long run's peaks
+// are not.
 const (
-	minPoll   = 10 * time.Millisecond
-	pollShare = 50
+	minPoll    = 10 * time.Millisecond
+	pollShare  = 50
+	startPoll  = time.Millisecond
+	startShare = 10
+	startSpan  = 100 * time.Millisecond
 )
+
+// pollWait is how long the poller waits after a poll that took cost of its
+// thread's CPU time, elapsed into the run.
+func pollWait(elapsed, cost time.Duration) time.Duration {
+	if elapsed < startSpan {
+		return max(startPoll, startShare*cost)
+	}
+	return max(minPoll, pollShare*cost)
+}
 
 // treeMemory returns the summed RSS and, with withPSS, PSS of pid and its
 // descendants, the high-water RSS of pid itself, and the largest high-water
