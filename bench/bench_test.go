@@ -84,19 +84,12 @@ func TestPollingCostsLittle(t *testing.T) {
 		holdMemory()
 		return
 	}
-	if _, err := os.Stat("/proc/self/smaps_rollup"); err != nil {
-		t.Skip("needs Linux's /proc/PID/smaps_rollup")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SLUICE_BENCH_HOLD", "1")
+	argv := childOfTest(t, "SLUICE_BENCH_HOLD", "/proc/self/smaps_rollup")
 	// Other processes (go test runs packages side by side) only ever add to
 	// the poller's CPU time, so its cost is the least of up to three runs.
 	var costs []string
 	for range 3 {
-		m, _, err := runProcess([]string{exe, "-test.run=^TestPollingCostsLittle$"}, false)
+		m, _, err := runProcess(argv, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,21 +121,31 @@ func TestShortProcessPeakRSS(t *testing.T) {
 		b[len(b)-1] = 2
 		return
 	}
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs Linux's /proc/PID/status")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SLUICE_BENCH_BRIEF", "1")
-	m, _, err := runProcess([]string{exe, "-test.run=^TestShortProcessPeakRSS$"}, false)
+	argv := childOfTest(t, "SLUICE_BENCH_BRIEF", "/proc/self/status")
+	m, _, err := runProcess(argv, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.selfHWM < 32<<20 || m.maxRSS < 32<<20 {
 		t.Errorf("peak RSS %d, largest %d, of a %v process that touched 32 MiB: want at least 32 MiB", m.selfHWM, m.maxRSS, m.wall)
 	}
+}
+
+// childOfTest returns the command line that runs test t again in a child
+// process, with env set to 1 there (the child's cue to act the measured
+// process instead of the test), and skips t where procFile, which the
+// measurement reads, does not exist.
+func childOfTest(t *testing.T, env, procFile string) []string {
+	t.Helper()
+	if _, err := os.Stat(procFile); err != nil {
+		t.Skipf("needs Linux's %s", procFile)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(env, "1")
+	return []string{exe, "-test.run=^" + t.Name() + "$"}
 }
 
 // TestPollsOftenAtTheStart checks the poller's waits: short at the start of
