@@ -339,12 +339,6 @@ func decodeQ4_0(dst []float32, src []byte) {
 
 // ---- q4_1 ----
 
-// allFinite reports whether no element is ±Inf or NaN.
-func allFinite(x *[32]float32) bool {
-	m, _ := firstAbsMax32(x)
-	return m < 0x7f800000
-}
-
 // minMaxFinite returns what minMax returns, and whether every element is
 // finite; when one is not, lo and hi are not computed and the caller takes
 // the slow path. For finite input the minimum and maximum values are unique
@@ -391,16 +385,19 @@ func minMaxGo(x *[32]float32) (lo, hi float32, finite bool) {
 	for j := range 16 {
 		a, b := int32(math.Float32bits(x[j])), int32(math.Float32bits(x[16+j]))
 		nonFinite |= (uint32(a)&0x7f800000 + 0x800000) | (uint32(b)&0x7f800000 + 0x800000)
-		a ^= a >> 31 & 0x7fffffff
-		b ^= b >> 31 & 0x7fffffff
+		a, b = floatOrder(a), floatOrder(b)
 		lo0, hi0 = min(lo0, a), max(hi0, a)
 		lo1, hi1 = min(lo1, b), max(hi1, b)
 	}
-	kmin, kmax := min(lo0, lo1), max(hi0, hi1)
-	lo = math.Float32frombits(uint32(kmin ^ kmin>>31&0x7fffffff))
-	hi = math.Float32frombits(uint32(kmax ^ kmax>>31&0x7fffffff))
+	lo = math.Float32frombits(uint32(floatOrder(min(lo0, lo1))))
+	hi = math.Float32frombits(uint32(floatOrder(max(hi0, hi1))))
 	return lo, hi, nonFinite < 0x80000000
 }
+
+// floatOrder maps a float32's bits to an integer that orders as the float
+// does (a negative number's magnitude bits flipped), and back: it is its
+// own inverse.
+func floatOrder(b int32) int32 { return b ^ b>>31&0x7fffffff }
 
 // minMax is `if (v < min) min = v; if (v > max) max = v;` from ±FLT_MAX.
 func minMax(x []float32) (lo, hi float32) {

@@ -1006,6 +1006,12 @@ func TestEncodeQ4_1MatchesPlain(t *testing.T) {
 	}
 }
 
+// allFinite reports whether no element is ±Inf or NaN.
+func allFinite(x *[32]float32) bool {
+	m, _ := firstAbsMax32(x)
+	return m < 0x7f800000
+}
+
 // TestMinMaxGoMatchesLoop checks minMaxGo, the Go path of minMaxFinite, in
 // every build (the SSE2 builds use it nowhere else): on adversarial blocks,
 // blocks of zeros of both signs and blocks at ±FLT_MAX, its minimum and
